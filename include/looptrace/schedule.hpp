@@ -1,0 +1,97 @@
+// A LoopTree compiled once for tracing: durations, per-leaf loop levels, per-(leaf,
+// tensor) affine projections and row-major strides, tensor shapes from the full
+// schedule, and the tile-window structure of every storage level.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/spec/load.hpp"
+#include "looptrace/time_odometer.hpp"
+
+namespace looptrace {
+
+struct TensorInfo {
+  std::string name;
+  std::vector<std::string> ranks;
+  std::vector<std::int64_t> shape;    // per rank, covers every access of the full schedule
+  std::vector<std::int64_t> strides;  // row-major: element = sum coords[r] * strides[r]
+  std::int64_t size = 1;              // number of elements
+};
+
+// One (Einsum, tensor) pair: the unit that accesses are attributed to.
+struct TraceInfo {
+  std::string einsum;
+  std::string tensor;
+  bool is_output = false;
+  int einsum_index = 0;  // into Schedule::einsums
+  int tensor_index = 0;  // into Schedule::tensors
+};
+
+// One loop on the path from the root to a leaf, outermost first.
+struct LoopLevel {
+  int variable = -1;  // index into the leaf's rank variables; -1: the leaf lacks it
+  bool spatial = false;
+  int time_level = -1;  // index into the leaf's TimeOdometer levels (temporal loops)
+  std::int64_t count = 1;
+  std::int64_t tile_shape = 1;
+  std::int64_t initial_tile_shape = 1;
+};
+
+// How one leaf projects its points into one tensor.
+struct LeafTensor {
+  int trace = 0;                           // into Schedule::traces
+  int tensor = 0;                          // into Schedule::tensors
+  std::vector<std::vector<std::int64_t>> coefficients;  // [rank][leaf variable]
+  std::vector<std::int64_t> constants;     // [rank]
+  // Each leaf variable feeds at most one rank: the image of a tile is a product of
+  // per-rank sets, emitted in row-major order with no duplicates and no sort. When
+  // false, the points are projected, sorted and deduplicated (decided here, once).
+  bool separable = true;
+};
+
+struct LeafSchedule {
+  int einsum_index = 0;
+  std::string einsum;
+  SourceLocation where;
+  std::vector<std::string> variables;   // the Einsum's rank variables
+  std::vector<std::int64_t> extent;     // per variable
+  std::vector<LoopLevel> loops;         // temporal and spatial, outermost first
+  std::int64_t time_base = 0;
+  std::vector<TimeLevel> time_levels;   // the temporal loops
+  std::vector<LeafTensor> tensors;      // in the Einsum's access order
+
+  TimeOdometer odometer() const { return {time_base, time_levels}; }
+};
+
+// A Storage node with a component: windows start at every combination of the temporal
+// iterations outside it and last `duration`.
+struct StorageWindows {
+  std::string level;
+  std::vector<std::string> tensors;  // as listed (a tensor may be held but never traced)
+  std::int64_t time_base = 0;
+  std::vector<TimeLevel> time_levels;
+  std::int64_t duration = 0;
+
+  TimeOdometer starts() const { return {time_base, time_levels}; }
+};
+
+struct Schedule {
+  std::int64_t n_timesteps = 0;
+  std::vector<std::string> einsums;   // workload order
+  std::vector<TensorInfo> tensors;    // order of first trace
+  std::vector<TraceInfo> traces;      // tree order, then access order
+  std::vector<LeafSchedule> leaves;   // tree order
+  std::vector<std::string> memory_levels;  // tree order
+  std::vector<StorageWindows> storages;    // tree order
+
+  int find_tensor(const std::string& name) const;  // -1 when absent
+  int find_einsum(const std::string& name) const;
+};
+
+// Checks what tracing needs (defined Einsums and tensors, loops over rank variables
+// the Einsum has, no 64-bit overflow) and throws SpecError naming the node otherwise.
+Schedule compile_schedule(const Spec& spec);
+
+}  // namespace looptrace

@@ -1,0 +1,81 @@
+// Stage 1: one leaf's accesses, timestep by timestep, in the leaf's own time order.
+// The odometer advances incrementally; only the rank variables whose loops moved are
+// re-tiled, and only the tensor ranks that read them are re-projected. The tile image
+// of each tensor is produced in ascending element order with duplicates removed
+// (dedup within a timestep): by construction when the projection is separable, by a
+// sort otherwise.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "looptrace/access.hpp"
+#include "looptrace/schedule.hpp"
+#include "looptrace/time_odometer.hpp"
+
+namespace looptrace {
+
+struct Interval {
+  std::int64_t lo, hi;  // [lo, hi)
+};
+using IntervalSet = std::vector<Interval>;  // sorted, disjoint, non-adjacent
+
+class LeafSource {
+ public:
+  // `enabled[k]` says whether the leaf's k-th tensor is traced (a tensor filter).
+  LeafSource(const Schedule& schedule, const LeafSchedule& leaf, std::vector<bool> enabled,
+             std::int64_t max_tile_points);
+
+  void seek(std::int64_t t);  // to the first timestep >= t
+  void advance();
+  bool done() const { return odometer_.done(); }
+  std::int64_t timestep() const { return odometer_.time(); }
+  const LeafSchedule& leaf() const { return *leaf_; }
+
+  // Whether the leaf computes at this timestep (its tile is not empty).
+  bool computes() const { return !empty_; }
+  // Appends this timestep's accesses, tensor by tensor in access order.
+  void emit(std::vector<AccessRecord>& out);
+  // Adds the number of accesses of this timestep to counts[trace].
+  void count(std::vector<std::int64_t>& counts);
+  // The number of points (operations) of this timestep's tile.
+  std::int64_t points() const;
+  // The tile's coordinate set along each rank variable (for iteration traces).
+  const std::vector<IntervalSet>& tile() const { return var_sets_; }
+
+ private:
+  struct TensorState {
+    const LeafTensor* spec;
+    const TensorInfo* info;
+    bool enabled;
+    std::vector<std::vector<std::pair<int, std::int64_t>>> rank_terms;  // [rank]: (variable, coefficient)
+    std::vector<IntervalSet> rank_sets;   // separable: the image along each rank
+    std::vector<std::int64_t> element_coefficient;  // non-separable: element is affine
+    std::int64_t element_constant = 0;
+    std::vector<int> used_variables;      // variables with a nonzero coefficient
+    std::vector<std::int64_t> sorted;     // non-separable: this timestep's elements
+    bool sorted_valid = false;
+    std::int64_t size = 0;                // accesses at this timestep
+  };
+
+  void refresh(std::size_t changed_level);
+  void tile_variable(std::size_t v);
+  void project(TensorState& ts, std::size_t rank);
+  void gather_sorted(TensorState& ts);
+  void emit_separable(const TensorState& ts, AccessRecord* out) const;
+
+  const Schedule* schedule_;
+  const LeafSchedule* leaf_;
+  TimeOdometer odometer_;
+  std::int64_t max_tile_points_;
+  std::vector<std::vector<const LoopLevel*>> chains_;  // per variable: loops over it
+  std::vector<int> deepest_level_;       // per variable: its innermost temporal level
+  std::vector<IntervalSet> var_sets_;    // per variable: the current tile
+  std::vector<bool> var_dirty_;
+  std::vector<TensorState> tensors_;
+  bool empty_ = false;
+  bool stale_ = true;
+  std::vector<std::int64_t> scratch_;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,26 @@
+// Which timesteps a trace covers: one window (prefix, [from, to), a shard of it) or a
+// sorted sample of single timesteps. Element ids never depend on it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "looptrace/options.hpp"
+
+namespace looptrace {
+
+struct TimeRange {
+  std::int64_t from = 0, to = 0;  // [from, to)
+  bool empty() const { return from >= to; }
+};
+
+struct TimeSelection {
+  TimeRange window;               // what windows and spans are clipped to
+  std::vector<TimeRange> ranges;  // sorted, disjoint, inside window
+  bool truncated = false;         // whether anything of [0, n_timesteps) was left out
+
+  // Throws SpecError for options that contradict each other or the schedule.
+  static TimeSelection from_options(const TraceOptions& options, std::int64_t n_timesteps);
+};
+
+}  // namespace looptrace

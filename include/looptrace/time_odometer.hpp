@@ -1,0 +1,46 @@
+// The timesteps of a leaf (or the window starts of a storage level) as an odometer
+// over temporal loops: t = base + sum_l (j_l * period_l + offset_l), j_l in [0, count_l).
+// Advancing is amortized O(1); seeking to the first t >= T decodes the digits from T
+// in O(depth), with no replay.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace looptrace {
+
+struct TimeLevel {
+  std::int64_t count = 1;   // iterations of this temporal loop
+  std::int64_t period = 1;  // timesteps one iteration lasts
+  std::int64_t offset = 0;  // timesteps between an iteration's start and the next level's
+};
+
+class TimeOdometer {
+ public:
+  TimeOdometer() = default;
+  TimeOdometer(std::int64_t base, std::vector<TimeLevel> levels);
+
+  // Positions on the first t >= target (or done() if there is none).
+  void seek(std::int64_t target);
+  // Steps to the next t; returns the outermost level whose digit changed (levels()
+  // when the odometer ran out and is now done()).
+  std::size_t advance();
+
+  bool done() const { return done_; }
+  std::int64_t time() const { return t_; }
+  std::int64_t digit(std::size_t level) const { return j_[level]; }
+  std::size_t levels() const { return levels_.size(); }
+  // The number of distinct times (the product of counts).
+  std::int64_t size() const;
+  std::int64_t first_time() const;
+  std::int64_t last_time() const;
+
+ private:
+  std::int64_t base_ = 0;
+  std::vector<TimeLevel> levels_;
+  std::vector<std::int64_t> j_;
+  std::int64_t t_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,83 @@
+#include "common.hpp"
+
+#include "looptrace/error.hpp"
+
+namespace looptrace::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void CommonArgs::add_to(CLI::App& app, bool with_selection) {
+  app.add_option("files", files, "Spec files (YAML, may be Jinja templates), merged by top-level key")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("-D,--define", defines, "Set a template variable: -D KEY=VALUE (repeatable)");
+  app.add_option("--tensors", tensors, "Trace only these tensors (comma-separated)");
+  app.add_option("--einsums", einsums, "Trace only these Einsums (comma-separated)");
+  app.add_option("--max-tile-points", options.max_tile_points,
+                 "Refuse a timestep whose tile holds more points than this")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  if (!with_selection) return;
+  app.add_option("--max-timesteps", options.max_timesteps,
+                 "Only the first N timesteps (the exact prefix)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--from", options.from, "Start of the timestep window [from, to)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--to", options.to, "End of the timestep window [from, to)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sample-timesteps", options.sample_timesteps,
+                 "K distinct timesteps of the window, chosen uniformly, in time order")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", options.seed, "Seed for --sample-timesteps")->capture_default_str();
+  app.add_option("--shard", shard, "Shard I/N: the I-th of N nearly equal contiguous timestep ranges");
+}
+
+TraceOptions CommonArgs::resolved() const {
+  TraceOptions o = options;
+  o.tensors = split_list(tensors);
+  o.einsums = split_list(einsums);
+  if (!shard.empty()) {
+    std::size_t slash = shard.find('/');
+    try {
+      if (slash == std::string::npos) throw std::invalid_argument("no slash");
+      std::size_t used = 0;
+      std::int64_t i = std::stoll(shard.substr(0, slash), &used);
+      if (used != slash) throw std::invalid_argument("index");
+      std::string rest = shard.substr(slash + 1);
+      std::int64_t n = std::stoll(rest, &used);
+      if (used != rest.size()) throw std::invalid_argument("count");
+      o.shard = {i, n};
+    } catch (const std::exception&) {
+      throw SpecError("--shard takes I/N with whole numbers, e.g. 0/4, not '" + shard + "'");
+    }
+  }
+  return o;
+}
+
+Schedule CommonArgs::load() {
+  JinjaVariables vars;
+  for (const auto& d : defines) {
+    std::size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw SpecError("-D takes KEY=VALUE, not '" + d + "'");
+    vars[d.substr(0, eq)] = jinja_value_from_text(d.substr(eq + 1));
+  }
+  return compile_schedule(load_spec(files, vars));
+}
+
+}  // namespace looptrace::cli

@@ -1,0 +1,30 @@
+// What every subcommand shares: the spec files, -D, and the trace options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "looptrace/options.hpp"
+#include "looptrace/schedule.hpp"
+#include "looptrace/spec/load.hpp"
+
+namespace looptrace::cli {
+
+struct CommonArgs {
+  std::vector<std::string> files;
+  std::vector<std::string> defines;
+  std::string tensors, einsums, shard;
+  TraceOptions options;
+
+  void add_to(CLI::App& app, bool with_selection = true);
+  // Loads and compiles the spec and resolves the options; throws SpecError.
+  Schedule load() ;
+  TraceOptions resolved() const;
+};
+
+void add_summary_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
+
+}  // namespace looptrace::cli

@@ -1,0 +1,427 @@
+#include "looptrace/schedule.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace looptrace {
+
+int Schedule::find_tensor(const std::string& name) const {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name) return int(i);
+  return -1;
+}
+
+int Schedule::find_einsum(const std::string& name) const {
+  for (std::size_t i = 0; i < einsums.size(); ++i)
+    if (einsums[i] == name) return int(i);
+  return -1;
+}
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const SourceLocation& where) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw SpecError(where, "the schedule has more than 2^63 timesteps (" + std::to_string(a) +
+                               " x " + std::to_string(b) + " overflows 64 bits)");
+  return r;
+}
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const SourceLocation& where) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw SpecError(where, "the schedule has more than 2^63 timesteps");
+  return r;
+}
+
+// The number of tiles a loop cuts a tile of size `given` into.
+std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t stride) {
+  if (given <= initial) return 1;
+  return 1 + (given - initial + stride - 1) / stride;
+}
+
+std::int64_t initial_of(const MappingNode& loop) {
+  return loop.initial_tile_shape.value_or(loop.tile_shape);
+}
+
+const MappingNode* continuation_of(const MappingNode& nested) {
+  for (const auto& c : nested.children)
+    if (c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute) return &c;
+  return nullptr;
+}
+
+const MappingNode* first_compute(const MappingNode* node) {
+  if (!node) return nullptr;
+  if (node->kind == NodeKind::Compute) return node;
+  if (node->kind == NodeKind::Nested) return first_compute(continuation_of(*node));
+  if (node->is_split())
+    for (const auto& c : node->children)
+      if (const MappingNode* f = first_compute(&c)) return f;
+  return nullptr;
+}
+
+struct Compiler {
+  const Spec& spec;
+  std::map<std::string, EinsumBox> boxes;
+  std::unordered_map<const MappingNode*, std::int64_t> counts;     // loop -> iterations
+  std::unordered_map<const MappingNode*, std::int64_t> durations;  // node -> timesteps
+  Schedule out;
+
+  const Einsum& einsum_named(const std::string& name, const SourceLocation& where) {
+    const Einsum* e = spec.workload.find_einsum(name);
+    if (!e) {
+      std::string known;
+      for (const auto& x : spec.workload.einsums) known += (known.empty() ? "" : ", ") + x.name;
+      throw SpecError(where, "!Compute names Einsum '" + name +
+                                 "', which the workload does not define (it has: " + known + ")");
+    }
+    return *e;
+  }
+
+  const EinsumBox& box_of(const Einsum& e) {
+    auto it = boxes.find(e.name);
+    if (it == boxes.end()) it = boxes.emplace(e.name, einsum_box(spec.workload, e)).first;
+    return it->second;
+  }
+
+  std::int64_t extent_of(const Einsum& e, const std::string& var) {
+    const EinsumBox& box = box_of(e);
+    for (std::size_t i = 0; i < box.variables.size(); ++i)
+      if (box.variables[i] == var) return box.extent[i];
+    return -1;
+  }
+
+  // Pass 1: loop counts and durations. `enclosing` is the loops on the path, outermost first.
+  std::int64_t measure(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
+    std::int64_t d = 0;
+    switch (node.kind) {
+      case NodeKind::Compute:
+        d = 1;
+        break;
+      case NodeKind::Nested:
+        d = measure_nested(node, enclosing);
+        break;
+      case NodeKind::Sequential:
+        for (const auto& c : node.children)
+          if (is_branch(c)) d = checked_add(d, measure(c, enclosing), c.where);
+        break;
+      case NodeKind::Pipeline:
+      case NodeKind::Parallel:
+        for (const auto& c : node.children)
+          if (is_branch(c)) d = std::max(d, measure(c, enclosing));
+        break;
+      default:
+        break;
+    }
+    durations[&node] = d;
+    return d;
+  }
+
+  bool is_branch(const MappingNode& c) {
+    if (c.is_loop())
+      throw SpecError(c.where, "a !" + c.tag + " loop cannot stand directly under a split; "
+                                               "put it in a !Nested branch");
+    return c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute;
+  }
+
+  std::int64_t measure_nested(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
+    const MappingNode* cont = continuation_of(node);
+    const MappingNode* compute = first_compute(cont);
+    std::size_t pushed = 0;
+    for (const auto& c : node.children) {
+      if (!c.is_loop()) continue;
+      counts[&c] = loop_count(c, compute, enclosing);
+      enclosing.push_back(&c);
+      ++pushed;
+    }
+    std::int64_t d = cont ? measure(*cont, enclosing) : 0;
+    enclosing.resize(enclosing.size() - pushed);
+    for (const auto& c : node.children)
+      if (c.kind == NodeKind::Temporal) d = checked_mul(d, counts[&c], c.where);
+    return d;
+  }
+
+  std::int64_t loop_count(const MappingNode& loop, const MappingNode* compute,
+                          const std::vector<const MappingNode*>& enclosing) {
+    for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it)
+      if ((*it)->rank_variable == loop.rank_variable)
+        return tile_count(std::max((*it)->tile_shape, initial_of(**it)), initial_of(loop),
+                          loop.tile_shape);
+    if (!compute) return 1;  // nothing below it ever runs
+    const Einsum& e = einsum_named(compute->einsum, compute->where);
+    std::int64_t extent = extent_of(e, loop.rank_variable);
+    if (extent < 0) {
+      std::string vars;
+      for (const auto& v : e.rank_variables) vars += (vars.empty() ? "" : ", ") + v;
+      throw SpecError(loop.where, "!" + loop.tag + " loop over rank variable '" +
+                                      loop.rank_variable + "', but Einsum '" + e.name +
+                                      "' (the first below it) has no such rank variable (it has: " +
+                                      vars + ")");
+    }
+    return tile_count(extent, initial_of(loop), loop.tile_shape);
+  }
+
+  // Pass 2: leaves and storage windows.
+  struct Context {
+    std::vector<const MappingNode*> loops;  // on the path, outermost first
+    std::int64_t time_base = 0;
+    std::vector<TimeLevel> time_levels;
+
+    void shift(std::int64_t offset) {
+      if (time_levels.empty()) time_base += offset;
+      else time_levels.back().offset += offset;
+    }
+  };
+
+  void build(const MappingNode& node, Context ctx) {
+    switch (node.kind) {
+      case NodeKind::Compute:
+        add_leaf(node, ctx);
+        break;
+      case NodeKind::Nested:
+        build_nested(node, std::move(ctx));
+        break;
+      case NodeKind::Sequential:
+      case NodeKind::Pipeline:
+      case NodeKind::Parallel: {
+        std::int64_t offset = 0;
+        for (const auto& c : node.children) {
+          if (c.kind == NodeKind::Storage) add_storage(c, ctx, durations[&node]);
+          if (!is_branch(c)) continue;
+          Context branch = ctx;
+          branch.shift(offset);
+          build(c, std::move(branch));
+          if (node.kind == NodeKind::Sequential) offset += durations[&c];
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void build_nested(const MappingNode& node, Context ctx) {
+    const MappingNode* cont = continuation_of(node);
+    std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
+    // The duration of everything after child k: the continuation times later temporal loops.
+    std::vector<std::int64_t> after(node.children.size() + 1, inner);
+    for (std::size_t k = node.children.size(); k-- > 0;) {
+      after[k] = after[k + 1];
+      if (node.children[k].kind == NodeKind::Temporal) after[k] *= counts[&node.children[k]];
+    }
+    for (std::size_t k = 0; k < node.children.size(); ++k) {
+      const MappingNode& c = node.children[k];
+      if (c.kind == NodeKind::Storage) add_storage(c, ctx, after[k + 1]);
+      if (!c.is_loop()) continue;
+      ctx.loops.push_back(&c);
+      if (c.kind == NodeKind::Temporal) ctx.time_levels.push_back({counts[&c], after[k + 1], 0});
+    }
+    if (cont) build(*cont, std::move(ctx));
+  }
+
+  void add_storage(const MappingNode& node, const Context& ctx, std::int64_t duration) {
+    for (const auto& t : node.tensors)
+      if (!tensor_exists(t))
+        throw SpecError(node.where, "!Storage holds tensor '" + t +
+                                        "', which no Einsum of the workload accesses");
+    if (node.component.empty()) return;
+    if (std::find(out.memory_levels.begin(), out.memory_levels.end(), node.component) ==
+        out.memory_levels.end())
+      out.memory_levels.push_back(node.component);
+    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration});
+  }
+
+  bool tensor_exists(const std::string& t) const {
+    for (const auto& e : spec.workload.einsums)
+      for (const auto& a : e.accesses)
+        if (a.tensor == t) return true;
+    return false;
+  }
+
+  void add_leaf(const MappingNode& node, const Context& ctx) {
+    const Einsum& e = einsum_named(node.einsum, node.where);
+    const EinsumBox& box = box_of(e);
+    LeafSchedule leaf;
+    leaf.einsum = e.name;
+    leaf.einsum_index = int(&e - spec.workload.einsums.data());
+    leaf.where = node.where;
+    leaf.variables = box.variables;
+    leaf.extent = box.extent;
+    leaf.time_base = ctx.time_base;
+    leaf.time_levels = ctx.time_levels;
+    int time_level = 0;
+    for (const MappingNode* loop : ctx.loops) {
+      LoopLevel level;
+      auto v = std::find(box.variables.begin(), box.variables.end(), loop->rank_variable);
+      level.variable = v == box.variables.end() ? -1 : int(v - box.variables.begin());
+      level.spatial = loop->kind == NodeKind::Spatial;
+      level.time_level = level.spatial ? -1 : time_level++;
+      level.count = counts[loop];
+      level.tile_shape = loop->tile_shape;
+      level.initial_tile_shape = initial_of(*loop);
+      leaf.loops.push_back(level);
+    }
+    for (const auto& access : e.accesses) {
+      LeafTensor lt;
+      for (const auto& expr : access.projection) {
+        std::vector<std::int64_t> row(box.variables.size(), 0);
+        for (const auto& [var, coef] : expr.terms)
+          row[std::find(box.variables.begin(), box.variables.end(), var) - box.variables.begin()] = coef;
+        lt.coefficients.push_back(std::move(row));
+        lt.constants.push_back(expr.constant);
+      }
+      for (std::size_t v = 0; v < box.variables.size(); ++v) {
+        int ranks_using = 0;
+        for (const auto& row : lt.coefficients) ranks_using += row[v] != 0;
+        if (ranks_using > 1) lt.separable = false;
+      }
+      lt.trace = trace_index(e, access);
+      lt.tensor = out.traces[lt.trace].tensor_index;
+      leaf.tensors.push_back(std::move(lt));
+    }
+    out.leaves.push_back(std::move(leaf));
+  }
+
+  int trace_index(const Einsum& e, const TensorAccess& access) {
+    for (std::size_t i = 0; i < out.traces.size(); ++i)
+      if (out.traces[i].einsum == e.name && out.traces[i].tensor == access.tensor)
+        return int(i);
+    int tensor = out.find_tensor(access.tensor);
+    if (tensor < 0) {
+      tensor = int(out.tensors.size());
+      out.tensors.push_back({access.tensor, {}, {}, {}, 1});
+    }
+    out.traces.push_back({e.name, access.tensor, access.is_output,
+                          int(&e - spec.workload.einsums.data()), tensor});
+    return int(out.traces.size() - 1);
+  }
+
+  void check_accesses() {
+    for (const auto& e : spec.workload.einsums)
+      for (std::size_t i = 0; i < e.accesses.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (e.accesses[i].tensor == e.accesses[j].tensor)
+            throw SpecError(e.accesses[i].where, "Einsum '" + e.name + "' accesses tensor '" +
+                                                     e.accesses[i].tensor + "' twice");
+  }
+
+  // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
+  static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
+                                  std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return -1;
+    if (k == chain.size()) return hi - 1;
+    const LoopLevel& l = *chain[k];
+    std::int64_t best = -1;
+    // Later tiles start later; the last two non-empty ones bound every other.
+    int tried = 0;
+    for (std::int64_t j = l.count - 1; j >= 0 && tried < 2; --j) {
+      std::int64_t start = j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape;
+      std::int64_t end = j == 0 ? l.initial_tile_shape : start + l.tile_shape;
+      std::int64_t a = lo + start, b = std::min(hi, lo + end);
+      if (a >= b) continue;
+      best = std::max(best, max_visited(chain, k + 1, a, b));
+      ++tried;
+    }
+    return best;
+  }
+
+  void compute_shapes() {
+    // The largest coordinate each leaf visits along each of its variables.
+    std::map<std::string, std::vector<std::int64_t>> visited;  // einsum -> per variable
+    for (const auto& leaf : out.leaves) {
+      std::vector<std::int64_t> vmax(leaf.variables.size());
+      for (std::size_t v = 0; v < leaf.variables.size(); ++v) {
+        std::vector<const LoopLevel*> chain;
+        for (const auto& l : leaf.loops)
+          if (l.variable == int(v)) chain.push_back(&l);
+        vmax[v] = max_visited(chain, 0, 0, leaf.extent[v]);
+      }
+      auto& seen = visited[leaf.einsum];
+      if (seen.empty()) seen = vmax;
+      for (std::size_t v = 0; v < vmax.size(); ++v) seen[v] = std::max(seen[v], vmax[v]);
+    }
+    for (auto& tensor : out.tensors) shape_tensor(tensor, visited);
+  }
+
+  void shape_tensor(TensorInfo& tensor,
+                    const std::map<std::string, std::vector<std::int64_t>>& visited) {
+    using Wide = __int128;
+    const TensorAccess* naming = nullptr;
+    bool any_writer = false;
+    for (const auto& e : spec.workload.einsums)
+      for (const auto& a : e.accesses)
+        if (a.tensor == tensor.name && a.is_output) any_writer = true;
+    std::vector<Wide> nominal_hi, reached_hi;
+    for (const auto& e : spec.workload.einsums) {
+      for (const auto& a : e.accesses) {
+        if (a.tensor != tensor.name) continue;
+        if (!naming || (a.is_output && !naming->is_output)) naming = &a;
+        if (nominal_hi.empty()) {
+          nominal_hi.assign(a.ranks.size(), std::numeric_limits<std::int64_t>::max());
+          reached_hi.assign(a.ranks.size(), -1);
+        }
+        if (a.ranks.size() != nominal_hi.size())
+          throw SpecError(a.where, "tensor '" + tensor.name + "' has " +
+                                       std::to_string(a.ranks.size()) + " ranks here but " +
+                                       std::to_string(nominal_hi.size()) + " elsewhere");
+        const EinsumBox& box = box_of(e);
+        auto seen = visited.find(e.name);
+        for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+          Wide hi = a.projection[r].constant, lo = hi, reach = hi, reach_lo = hi;
+          for (const auto& [var, coef] : a.projection[r].terms) {
+            std::size_t v = std::find(box.variables.begin(), box.variables.end(), var) -
+                            box.variables.begin();
+            Wide top = box.extent[v] - 1;
+            (coef > 0 ? hi : lo) += Wide(coef) * top;
+            if (seen != visited.end()) {
+              Wide vtop = seen->second[v];
+              (coef > 0 ? reach : reach_lo) += Wide(coef) * vtop;
+            }
+          }
+          if (lo < 0 || (seen != visited.end() && reach_lo < 0))
+            throw SpecError(a.where, "the projection of tensor '" + tensor.name + "' along rank '" +
+                                         a.ranks[r] + "' (" + a.projection[r].str() +
+                                         ") reaches negative coordinates in Einsum '" + e.name + "'");
+          if (a.is_output || !any_writer) nominal_hi[r] = std::min(nominal_hi[r], hi);
+          if (seen != visited.end()) reached_hi[r] = std::max(reached_hi[r], reach);
+        }
+      }
+    }
+    tensor.ranks = naming->ranks;
+    tensor.shape.clear();
+    Wide size = 1;
+    for (std::size_t r = 0; r < nominal_hi.size(); ++r) {
+      Wide extent = std::max(nominal_hi[r], reached_hi[r]) + 1;
+      if (extent <= 0)
+        throw SpecError(naming->where, "tensor '" + tensor.name + "' is empty along rank '" +
+                                           tensor.ranks[r] + "'");
+      size *= extent;
+      if (size > kMax) throw SpecError(naming->where, "tensor '" + tensor.name +
+                                                          "' has more than 2^63 elements");
+      tensor.shape.push_back(std::int64_t(extent));
+    }
+    tensor.size = std::int64_t(size);
+    tensor.strides.assign(tensor.shape.size(), 1);
+    for (std::size_t r = tensor.shape.size(); r-- > 1;)
+      tensor.strides[r - 1] = tensor.strides[r] * tensor.shape[r];
+  }
+};
+
+}  // namespace
+
+Schedule compile_schedule(const Spec& spec) {
+  Compiler c{spec, {}, {}, {}, {}};
+  for (const auto& e : spec.workload.einsums) c.out.einsums.push_back(e.name);
+  c.check_accesses();
+  std::vector<const MappingNode*> enclosing;
+  c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);
+  c.build(spec.mapping.root, {});
+  c.compute_shapes();
+  return std::move(c.out);
+}
+
+}  // namespace looptrace

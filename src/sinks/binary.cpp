@@ -1,0 +1,75 @@
+// Fixed-size little-endian records after a header that names what they refer to.
+// Layout (documented in the README):
+//   header: "LOOPTRC1" (8 bytes), u32 n_traces, then per trace: u8 is_output,
+//           u16 einsum name length + bytes, u16 tensor name length + bytes,
+//           u8 n_ranks, n_ranks x i64 shape
+//   records: i64 timestep, i64 element, u32 trace, u32 zero   (24 bytes each)
+#include <bit>
+
+#include "looptrace/sinks/formats.hpp"
+
+namespace looptrace {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "records are written as in memory");
+
+template <class T>
+void put_le(OutputBuffer& out, T v) {
+  char* p = out.reserve(sizeof v);
+  std::memcpy(p, &v, sizeof v);
+  out.commit(p + sizeof v);
+}
+
+void put_name(OutputBuffer& out, const std::string& s) {
+  put_le<std::uint16_t>(out, std::uint16_t(std::min<std::size_t>(s.size(), 65535)));
+  out.write(std::string_view(s).substr(0, 65535));
+}
+
+class BinarySink final : public AccessSink {
+ public:
+  BinarySink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {}
+  void begin() override {
+    out_.write("LOOPTRC1");
+    put_le<std::uint32_t>(out_, std::uint32_t(schedule_.traces.size()));
+    for (const auto& t : schedule_.traces) {
+      const TensorInfo& tensor = schedule_.tensors[t.tensor_index];
+      put_le<std::uint8_t>(out_, t.is_output);
+      put_name(out_, t.einsum);
+      put_name(out_, t.tensor);
+      put_le<std::uint8_t>(out_, std::uint8_t(tensor.shape.size()));
+      for (std::int64_t d : tensor.shape) put_le<std::int64_t>(out_, d);
+    }
+  }
+  void write(std::span<const AccessRecord> batch) override {
+    static_assert(sizeof(AccessRecord) == 24);
+    for (const AccessRecord& r : batch) {
+      char* p = out_.reserve(24);
+      std::memcpy(p, &r.timestep, 8);
+      std::memcpy(p + 8, &r.element, 8);
+      std::memcpy(p + 16, &r.trace, 4);
+      std::memset(p + 20, 0, 4);
+      out_.commit(p + 24);
+    }
+  }
+
+ private:
+  const Schedule& schedule_;
+  OutputBuffer& out_;
+};
+
+}  // namespace
+
+std::unique_ptr<AccessSink> make_binary_sink(const Schedule& s, OutputBuffer& out) {
+  return std::make_unique<BinarySink>(s, out);
+}
+
+std::unique_ptr<AccessSink> make_sink(const std::string& format, const Schedule& s,
+                                      OutputBuffer& out) {
+  if (format == "jsonl") return make_jsonl_sink(s, out);
+  if (format == "csv") return make_csv_sink(s, out);
+  if (format == "binary") return make_binary_sink(s, out);
+  throw SpecError("unknown --format '" + format + "'; expected jsonl, csv or binary");
+}
+
+}  // namespace looptrace

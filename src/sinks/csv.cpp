@@ -1,0 +1,57 @@
+// Tidy CSV, one row per access (the reference's to_dataframe() columns, then the
+// coordinates separated by spaces):
+//   timestep,einsum,tensor,is_output,element,coords
+#include "looptrace/sinks/formats.hpp"
+
+namespace looptrace {
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+namespace {
+
+class CsvSink final : public AccessSink {
+ public:
+  CsvSink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {
+    for (const auto& t : s.traces)
+      middle_.push_back("," + csv_field(t.einsum) + "," + csv_field(t.tensor) + "," +
+                        (t.is_output ? "true" : "false") + ",");
+  }
+  void begin() override { out_.write("timestep,einsum,tensor,is_output,element,coords\n"); }
+  void write(std::span<const AccessRecord> batch) override {
+    for (const AccessRecord& r : batch) {
+      const std::string& middle = middle_[r.trace];
+      const TensorInfo& tensor = schedule_.tensors[schedule_.traces[r.trace].tensor_index];
+      char* p = out_.reserve(middle.size() + 48 + 21 * tensor.shape.size());
+      p = std::to_chars(p, p + 20, r.timestep).ptr;
+      std::memcpy(p, middle.data(), middle.size());
+      p += middle.size();
+      p = std::to_chars(p, p + 20, r.element).ptr;
+      *p++ = ',';
+      Coordinates c = unravel(r.element, tensor);
+      for (std::size_t k = 0; k < c.size; ++k) {
+        if (k) *p++ = ' ';
+        p = std::to_chars(p, p + 20, c[k]).ptr;
+      }
+      *p++ = '\n';
+      out_.commit(p);
+    }
+  }
+
+ private:
+  const Schedule& schedule_;
+  OutputBuffer& out_;
+  std::vector<std::string> middle_;
+};
+
+}  // namespace
+
+std::unique_ptr<AccessSink> make_csv_sink(const Schedule& s, OutputBuffer& out) {
+  return std::make_unique<CsvSink>(s, out);
+}
+
+}  // namespace looptrace

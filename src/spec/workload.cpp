@@ -1,0 +1,126 @@
+#include "looptrace/spec/workload.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace looptrace {
+
+bool Einsum::has_rank_variable(const std::string& v) const {
+  return std::find(rank_variables.begin(), rank_variables.end(), v) != rank_variables.end();
+}
+
+const Einsum* Workload::find_einsum(const std::string& name) const {
+  for (const auto& e : einsums)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+namespace {
+
+using Wide = __int128;
+constexpr Wide kInf = Wide(1) << 100;  // "no bound"; far beyond any int64 sum
+
+Wide floor_div(Wide a, Wide b) {  // b > 0
+  Wide q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+Wide ceil_div(Wide a, Wide b) { return -floor_div(-a, b); }
+
+struct Bound {
+  AffineExpr expr;  // expr >= 0
+  const SourceLocation* where;
+};
+
+// Interval propagation to a fixpoint: for the box hull of a system of affine
+// inequalities over integers this is exact for the forms specs use (sums of
+// variables bounded by constants), and always a superset of the true hull.
+void propagate(const std::vector<std::string>& vars, const std::vector<Bound>& bounds,
+               std::vector<Wide>& lo, std::vector<Wide>& hi) {
+  auto index = [&](const std::string& v) {
+    return std::size_t(std::find(vars.begin(), vars.end(), v) - vars.begin());
+  };
+  for (int round = 0; round < 200; ++round) {
+    bool changed = false;
+    for (const auto& b : bounds) {
+      for (const auto& [var, coef] : b.expr.terms) {
+        // coef*x >= -(constant + max over the box of the other terms)
+        Wide rest = b.expr.constant;
+        bool bounded = true;
+        for (const auto& [other, c] : b.expr.terms) {
+          if (other == var) continue;
+          std::size_t k = index(other);
+          Wide ext = c > 0 ? hi[k] : lo[k];
+          if (ext >= kInf || ext <= -kInf) { bounded = false; break; }
+          rest += Wide(c) * ext;
+        }
+        if (!bounded) continue;
+        std::size_t j = index(var);
+        if (coef > 0) {
+          Wide v = ceil_div(-rest, coef);
+          if (v > lo[j]) { lo[j] = v; changed = true; }
+        } else {
+          Wide v = floor_div(rest, -Wide(coef));
+          if (v < hi[j]) { hi[j] = v; changed = true; }
+        }
+      }
+    }
+    if (!changed) return;
+  }
+}
+
+bool uses_only(const AffineExpr& e, const Einsum& einsum) {
+  return std::all_of(e.terms.begin(), e.terms.end(),
+                     [&](const auto& t) { return einsum.has_rank_variable(t.first); });
+}
+
+std::string int128_str(Wide v) { return std::to_string(static_cast<long long>(v)); }
+
+}  // namespace
+
+EinsumBox einsum_box(const Workload& workload, const Einsum& einsum) {
+  std::vector<Bound> bounds;
+  for (const auto& c : einsum.constraints)
+    for (const auto& b : c.bounds) bounds.push_back({b, &c.where});
+  for (const auto& c : workload.constraints)
+    for (const auto& b : c.bounds)
+      if (uses_only(b, einsum)) bounds.push_back({b, &c.where});
+  for (const auto& access : einsum.accesses) {
+    for (std::size_t r = 0; r < access.ranks.size(); ++r) {
+      auto size = einsum.rank_sizes.find(access.ranks[r]);
+      if (size == einsum.rank_sizes.end()) {
+        size = workload.rank_sizes.find(access.ranks[r]);
+        if (size == workload.rank_sizes.end()) continue;
+      }
+      AffineExpr upper = access.projection[r];  // size - 1 - proj >= 0
+      for (auto& t : upper.terms) t.second = -t.second;
+      upper.constant = size->second - 1 - access.projection[r].constant;
+      bounds.push_back({access.projection[r], &access.where});
+      bounds.push_back({upper, &access.where});
+    }
+  }
+
+  const auto& vars = einsum.rank_variables;
+  std::vector<Wide> lo(vars.size(), 0), hi(vars.size(), kInf);
+  propagate(vars, bounds, lo, hi);
+
+  EinsumBox box{vars, {}};
+  for (std::size_t j = 0; j < vars.size(); ++j) {
+    if (hi[j] >= kInf)
+      throw SpecError(einsum.where, "rank variable '" + vars[j] + "' of Einsum '" + einsum.name +
+                                        "' is unbounded: give it a constraint in "
+                                        "iteration_space_shape (e.g. '0 <= " + vars[j] +
+                                        " < 8') or a size in rank_sizes");
+    if (hi[j] < lo[j])
+      throw SpecError(einsum.where, "rank variable '" + vars[j] + "' of Einsum '" + einsum.name +
+                                        "' has an empty range [" + int128_str(lo[j]) + ", " +
+                                        int128_str(hi[j]) + "]");
+    Wide extent = hi[j] - lo[j] + 1;
+    if (extent > std::numeric_limits<std::int64_t>::max() / 4)
+      throw SpecError(einsum.where, "rank variable '" + vars[j] + "' of Einsum '" + einsum.name +
+                                        "' has an extent too large for 64-bit arithmetic");
+    box.extent.push_back(static_cast<std::int64_t>(extent));
+  }
+  return box;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,281 @@
+#include "looptrace/stages/leaf_source.hpp"
+
+#include <algorithm>
+
+namespace looptrace {
+
+namespace {
+
+std::int64_t cardinality(const IntervalSet& s) {
+  std::int64_t n = 0;
+  for (const auto& iv : s) n += iv.hi - iv.lo;
+  return n;
+}
+
+// Appends [lo, hi) to a sorted set, merging it with the last interval when they touch.
+void append(IntervalSet& s, std::int64_t lo, std::int64_t hi) {
+  if (lo >= hi) return;
+  if (!s.empty() && s.back().hi >= lo) s.back().hi = std::max(s.back().hi, hi);
+  else s.push_back({lo, hi});
+}
+
+// Tile j of a loop that splits [lo, hi) into [0, initial), [initial, initial + stride), ...
+Interval subtile(const Interval& given, const LoopLevel& loop, std::int64_t j) {
+  std::int64_t start = j == 0 ? 0 : loop.initial_tile_shape + (j - 1) * loop.tile_shape;
+  std::int64_t end = j == 0 ? loop.initial_tile_shape : start + loop.tile_shape;
+  return {given.lo + start, std::min(given.hi, given.lo + end)};
+}
+
+// Sorted points to a set of intervals.
+void points_to_set(std::vector<std::int64_t>& points, IntervalSet& out) {
+  std::sort(points.begin(), points.end());
+  out.clear();
+  for (std::int64_t p : points) append(out, p, p + 1);
+}
+
+}  // namespace
+
+LeafSource::LeafSource(const Schedule& schedule, const LeafSchedule& leaf,
+                       std::vector<bool> enabled, std::int64_t max_tile_points)
+    : schedule_(&schedule),
+      leaf_(&leaf),
+      odometer_(leaf.odometer()),
+      max_tile_points_(max_tile_points),
+      chains_(leaf.variables.size()),
+      deepest_level_(leaf.variables.size(), -1),
+      var_sets_(leaf.variables.size()),
+      var_dirty_(leaf.variables.size(), true) {
+  for (const auto& loop : leaf.loops) {
+    if (loop.variable < 0) continue;
+    chains_[loop.variable].push_back(&loop);
+    if (!loop.spatial) deepest_level_[loop.variable] = loop.time_level;
+  }
+  for (std::size_t k = 0; k < leaf.tensors.size(); ++k) {
+    const LeafTensor& lt = leaf.tensors[k];
+    TensorState ts;
+    ts.spec = &lt;
+    ts.info = &schedule.tensors[lt.tensor];
+    ts.enabled = k < enabled.size() ? bool(enabled[k]) : true;
+    ts.element_coefficient.assign(leaf.variables.size(), 0);
+    ts.element_constant = 0;
+    for (std::size_t r = 0; r < lt.coefficients.size(); ++r) {
+      std::vector<std::pair<int, std::int64_t>> terms;
+      for (std::size_t v = 0; v < lt.coefficients[r].size(); ++v) {
+        std::int64_t c = lt.coefficients[r][v];
+        if (c == 0) continue;
+        terms.emplace_back(int(v), c);
+        ts.element_coefficient[v] += c * ts.info->strides[r];
+      }
+      ts.element_constant += lt.constants[r] * ts.info->strides[r];
+      ts.rank_terms.push_back(std::move(terms));
+    }
+    ts.rank_sets.resize(lt.coefficients.size());
+    for (std::size_t v = 0; v < leaf.variables.size(); ++v)
+      if (ts.element_coefficient[v] != 0 ||
+          std::any_of(lt.coefficients.begin(), lt.coefficients.end(),
+                      [&](const auto& row) { return row[v] != 0; }))
+        ts.used_variables.push_back(int(v));
+    tensors_.push_back(std::move(ts));
+  }
+  refresh(0);
+}
+
+void LeafSource::seek(std::int64_t t) {
+  odometer_.seek(t);
+  if (!done()) refresh(0);
+}
+
+void LeafSource::advance() {
+  std::size_t changed = odometer_.advance();
+  if (!done()) refresh(changed);
+}
+
+void LeafSource::refresh(std::size_t changed_level) {
+  empty_ = false;
+  for (std::size_t v = 0; v < var_sets_.size(); ++v) {
+    // A variable moves when a temporal loop over it at or inside the changed level did.
+    bool dirty = changed_level == 0 || deepest_level_[v] >= int(changed_level);
+    var_dirty_[v] = dirty;
+    if (dirty) tile_variable(v);
+    if (var_sets_[v].empty()) empty_ = true;
+  }
+  if (empty_) {
+    stale_ = true;  // projections skipped now must be redone at the next non-empty tile
+    return;
+  }
+  const bool all = stale_ || changed_level == 0;
+  stale_ = false;
+  for (auto& ts : tensors_) {
+    if (!ts.enabled) continue;
+    if (!ts.spec->separable) {
+      for (int v : ts.used_variables)
+        if (all || var_dirty_[v]) ts.sorted_valid = false;
+      continue;
+    }
+    std::int64_t size = 1;
+    for (std::size_t r = 0; r < ts.rank_sets.size(); ++r) {
+      bool dirty = all;
+      for (const auto& [v, c] : ts.rank_terms[r]) dirty = dirty || var_dirty_[v];
+      if (dirty) project(ts, r);
+      size *= cardinality(ts.rank_sets[r]);
+    }
+    ts.size = size;
+  }
+}
+
+void LeafSource::tile_variable(std::size_t v) {
+  IntervalSet& s = var_sets_[v];
+  s.assign(1, {0, leaf_->extent[v]});
+  for (const LoopLevel* loop : chains_[v]) {
+    if (!loop->spatial) {
+      std::int64_t j = odometer_.digit(loop->time_level);
+      std::size_t kept = 0;
+      for (const auto& iv : s) {
+        Interval sub = subtile(iv, *loop, j);
+        if (sub.lo < sub.hi) s[kept++] = sub;
+      }
+      s.resize(kept);
+    } else {
+      IntervalSet next;
+      for (const auto& iv : s)
+        for (std::int64_t j = 0; j < loop->count; ++j) {
+          Interval sub = subtile(iv, *loop, j);
+          append(next, sub.lo, sub.hi);
+        }
+      s.swap(next);
+    }
+  }
+}
+
+void LeafSource::project(TensorState& ts, std::size_t rank) {
+  IntervalSet& out = ts.rank_sets[rank];
+  const auto& terms = ts.rank_terms[rank];
+  const std::int64_t c = ts.spec->constants[rank];
+  out.clear();
+  if (terms.empty()) {
+    out.push_back({c, c + 1});
+    return;
+  }
+  if (terms.size() == 1 && terms[0].second == 1) {
+    for (const auto& iv : var_sets_[terms[0].first]) out.push_back({iv.lo + c, iv.hi + c});
+    return;
+  }
+  // Sums of unit-coefficient intervals are intervals.
+  bool interval_sum = std::all_of(terms.begin(), terms.end(), [&](const auto& t) {
+    return (t.second == 1 || t.second == -1) && var_sets_[t.first].size() == 1;
+  });
+  if (interval_sum) {
+    std::int64_t lo = c, hi = c;
+    for (const auto& [v, k] : terms) {
+      const Interval& iv = var_sets_[v].front();
+      lo += k > 0 ? iv.lo : -(iv.hi - 1);
+      hi += k > 0 ? iv.hi - 1 : -iv.lo;
+    }
+    out.push_back({lo, hi + 1});
+    return;
+  }
+  // Otherwise enumerate the sums (bounded by the tile) and sort them.
+  scratch_.assign(1, c);
+  for (const auto& [v, k] : terms) {
+    std::vector<std::int64_t> next;
+    next.reserve(scratch_.size() * std::size_t(cardinality(var_sets_[v])));
+    for (std::int64_t base : scratch_)
+      for (const auto& iv : var_sets_[v])
+        for (std::int64_t x = iv.lo; x < iv.hi; ++x) next.push_back(base + k * x);
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    scratch_.swap(next);
+  }
+  points_to_set(scratch_, out);
+}
+
+std::int64_t LeafSource::points() const {
+  if (empty_) return 0;
+  std::int64_t n = 1;
+  for (const auto& s : var_sets_) n *= cardinality(s);
+  return n;
+}
+
+void LeafSource::gather_sorted(TensorState& ts) {
+  if (ts.sorted_valid) return;
+  std::int64_t n = 1;
+  for (int v : ts.used_variables) n *= cardinality(var_sets_[v]);
+  if (n > max_tile_points_)
+    throw SpecError(leaf_->where,
+                    "one timestep of Einsum '" + leaf_->einsum + "' projects " +
+                        std::to_string(n) + " points into tensor '" + ts.info->name +
+                        "', more than the limit of " + std::to_string(max_tile_points_) +
+                        " (--max-tile-points)");
+  auto& e = ts.sorted;
+  e.assign(1, ts.element_constant);
+  for (int v : ts.used_variables) {
+    std::size_t before = e.size();
+    std::int64_t k = ts.element_coefficient[v];
+    for (std::size_t i = 0; i < before; ++i)
+      for (const auto& iv : var_sets_[v])
+        for (std::int64_t x = iv.lo; x < iv.hi; ++x) e.push_back(e[i] + k * x);
+    e.erase(e.begin(), e.begin() + std::ptrdiff_t(before));
+  }
+  std::sort(e.begin(), e.end());
+  e.erase(std::unique(e.begin(), e.end()), e.end());
+  ts.size = std::int64_t(e.size());
+  ts.sorted_valid = true;
+}
+
+void LeafSource::count(std::vector<std::int64_t>& counts) {
+  if (empty_) return;
+  for (auto& ts : tensors_) {
+    if (!ts.enabled) continue;
+    if (!ts.spec->separable) gather_sorted(ts);
+    counts[std::size_t(ts.spec->trace)] += ts.size;
+  }
+}
+
+void LeafSource::emit(std::vector<AccessRecord>& out) {
+  if (empty_) return;
+  for (auto& ts : tensors_) {
+    if (!ts.enabled) continue;
+    if (!ts.spec->separable) {
+      gather_sorted(ts);
+    } else if (ts.size > max_tile_points_) {
+      throw SpecError(leaf_->where, "one timestep of Einsum '" + leaf_->einsum + "' touches " +
+                                        std::to_string(ts.size) + " elements of tensor '" +
+                                        ts.info->name + "', more than the limit of " +
+                                        std::to_string(max_tile_points_) + " (--max-tile-points)");
+    }
+    std::size_t at = out.size();
+    out.resize(at + std::size_t(ts.size));
+    AccessRecord* dst = out.data() + at;
+    if (ts.spec->separable) {
+      emit_separable(ts, dst);
+    } else {
+      const std::int64_t t = timestep();
+      const auto trace = std::uint32_t(ts.spec->trace);
+      for (std::int64_t e : ts.sorted) *dst++ = {t, e, trace};
+    }
+  }
+}
+
+void LeafSource::emit_separable(const TensorState& ts, AccessRecord* out) const {
+  const std::int64_t t = timestep();
+  const auto trace = std::uint32_t(ts.spec->trace);
+  const auto& strides = ts.info->strides;
+  const std::size_t ranks = ts.rank_sets.size();
+  if (ranks == 0) {
+    *out = {t, 0, trace};
+    return;
+  }
+  // Row-major over the per-rank sets; the last rank (stride 1) is a contiguous run.
+  auto walk = [&](auto&& self, std::size_t r, std::int64_t base) -> void {
+    if (r + 1 == ranks) {
+      for (const auto& iv : ts.rank_sets[r])
+        for (std::int64_t x = iv.lo; x < iv.hi; ++x) *out++ = {t, base + x, trace};
+      return;
+    }
+    for (const auto& iv : ts.rank_sets[r])
+      for (std::int64_t x = iv.lo; x < iv.hi; ++x) self(self, r + 1, base + x * strides[r]);
+  };
+  walk(walk, 0, 0);
+}
+
+}  // namespace looptrace

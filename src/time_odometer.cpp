@@ -1,0 +1,62 @@
+#include "looptrace/time_odometer.hpp"
+
+#include <algorithm>
+
+namespace looptrace {
+
+TimeOdometer::TimeOdometer(std::int64_t base, std::vector<TimeLevel> levels)
+    : base_(base), levels_(std::move(levels)), j_(levels_.size(), 0) {
+  seek(first_time());
+}
+
+std::int64_t TimeOdometer::size() const {
+  std::int64_t n = 1;
+  for (const auto& l : levels_) n *= l.count;
+  return n;
+}
+
+std::int64_t TimeOdometer::first_time() const {
+  std::int64_t t = base_;
+  for (const auto& l : levels_) t += l.offset;
+  return t;
+}
+
+std::int64_t TimeOdometer::last_time() const {
+  std::int64_t t = base_;
+  for (const auto& l : levels_) t += (l.count - 1) * l.period + l.offset;
+  return t;
+}
+
+void TimeOdometer::seek(std::int64_t target) {
+  done_ = false;
+  std::int64_t x = target - base_;  // what is left of target below the current level
+  std::int64_t t = base_;
+  for (std::size_t l = 0; l < levels_.size(); ++l) {
+    const TimeLevel& lv = levels_[l];
+    std::int64_t j = x <= 0 ? 0 : std::min(x / lv.period, lv.count - 1);
+    j_[l] = j;
+    t += j * lv.period + lv.offset;
+    x -= j * lv.period + lv.offset;
+  }
+  t_ = t;
+  // The greedy decode gives the last time <= target, or the first one when target
+  // comes before it; one step finishes the job.
+  if (t_ < target) advance();
+}
+
+std::size_t TimeOdometer::advance() {
+  for (std::size_t l = levels_.size(); l-- > 0;) {
+    const TimeLevel& lv = levels_[l];
+    if (j_[l] + 1 < lv.count) {
+      ++j_[l];
+      t_ += lv.period;
+      return l;
+    }
+    t_ -= j_[l] * lv.period;
+    j_[l] = 0;
+  }
+  done_ = true;
+  return levels_.size();
+}
+
+}  // namespace looptrace
