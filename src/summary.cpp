@@ -72,13 +72,14 @@ TraceSummary summarize(const Schedule& s, const TraceOptions& options) {
   out.leaf_points.assign(s.leaves.size(), 0);
   for (LeafSource& leaf : make_leaf_sources(s, filter, options.max_tile_points)) {
     std::int64_t first = -1, last = -1;
+    std::int64_t& points = out.leaf_points[std::size_t(&leaf.leaf() - s.leaves.data())];
     for (const TimeRange& range : selection.ranges) {
-      for (leaf.seek(range.from); !leaf.done() && leaf.timestep() < range.to; leaf.advance()) {
-        if (!leaf.computes()) continue;
-        if (first < 0) first = leaf.timestep();
-        last = leaf.timestep();
-        out.leaf_points[std::size_t(&leaf.leaf() - s.leaves.data())] += leaf.points();
-        leaf.count(counts);
+      for (leaf.seek(range.from); !leaf.done() && leaf.timestep() < range.to;) {
+        LeafSource::RunTally run = leaf.count_run(counts, range.to);
+        if (run.computing == 0) continue;
+        if (first < 0) first = run.first;
+        last = run.last;
+        points += run.points;
       }
     }
     out.n_points += out.leaf_points[std::size_t(&leaf.leaf() - s.leaves.data())];

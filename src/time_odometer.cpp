@@ -44,6 +44,14 @@ void TimeOdometer::seek(std::int64_t target) {
   if (t_ < target) advance();
 }
 
+std::size_t TimeOdometer::advance_innermost(std::int64_t n) {
+  if (!levels_.empty() && n > 1) {
+    j_.back() += n - 1;
+    t_ += (n - 1) * levels_.back().period;
+  }
+  return advance();
+}
+
 std::size_t TimeOdometer::advance() {
   for (std::size_t l = levels_.size(); l-- > 0;) {
     const TimeLevel& lv = levels_[l];

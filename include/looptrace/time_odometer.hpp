@@ -25,6 +25,13 @@ class TimeOdometer {
   // Steps to the next t; returns the outermost level whose digit changed (levels()
   // when the odometer ran out and is now done()).
   std::size_t advance();
+  // Steps n times (n >= 1) where the innermost digit has room for n - 1 more steps
+  // without a carry; returns what the last step's advance() returns.
+  std::size_t advance_innermost(std::int64_t n);
+  std::int64_t innermost_remaining() const {  // steps before the innermost digit wraps
+    return levels_.empty() ? 1 : levels_.back().count - j_.back();
+  }
+  const TimeLevel& level(std::size_t l) const { return levels_[l]; }
 
   bool done() const { return done_; }
   std::int64_t time() const { return t_; }

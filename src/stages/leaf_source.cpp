@@ -43,8 +43,7 @@ LeafSource::LeafSource(const Schedule& schedule, const LeafSchedule& leaf,
       max_tile_points_(max_tile_points),
       chains_(leaf.variables.size()),
       deepest_level_(leaf.variables.size(), -1),
-      var_sets_(leaf.variables.size()),
-      var_dirty_(leaf.variables.size(), true) {
+      var_sets_(leaf.variables.size()) {
   for (const auto& loop : leaf.loops) {
     if (loop.variable < 0) continue;
     chains_[loop.variable].push_back(&loop);
@@ -75,8 +74,16 @@ LeafSource::LeafSource(const Schedule& schedule, const LeafSchedule& leaf,
           std::any_of(lt.coefficients.begin(), lt.coefficients.end(),
                       [&](const auto& row) { return row[v] != 0; }))
         ts.used_variables.push_back(int(v));
+    ts.rank_cardinality.assign(lt.coefficients.size(), 0);
     tensors_.push_back(std::move(ts));
   }
+  for (std::size_t v = 0; v < chains_.size(); ++v)
+    simple_var_.push_back(std::none_of(chains_[v].begin(), chains_[v].end(),
+                                       [](const LoopLevel* l) { return l->spatial; }));
+  plan_refreshes();
+  for (const auto& loop : leaf.loops)
+    if (!loop.spatial) innermost_ = &loop;
+  closed_form_runs_ = plan_closed_form_runs();
   refresh(0);
 }
 
@@ -90,45 +97,77 @@ void LeafSource::advance() {
   if (!done()) refresh(changed);
 }
 
-void LeafSource::refresh(std::size_t changed_level) {
-  empty_ = false;
-  for (std::size_t v = 0; v < var_sets_.size(); ++v) {
-    // A variable moves when a temporal loop over it at or inside the changed level did.
-    bool dirty = changed_level == 0 || deepest_level_[v] >= int(changed_level);
-    var_dirty_[v] = dirty;
-    if (dirty) tile_variable(v);
-    if (var_sets_[v].empty()) empty_ = true;
+void LeafSource::plan_refreshes() {
+  // For each odometer level, what must be redone when it is the outermost digit that
+  // moved: the variables tiled by a temporal loop at or inside it, the tensor ranks that
+  // read them, and the tensors whose size follows.
+  const std::size_t levels = odometer_.levels();
+  level_vars_.assign(levels + 1, {});
+  level_ranks_.assign(levels + 1, {});
+  level_tensors_.assign(levels + 1, {});
+  for (std::size_t l = 0; l <= levels; ++l) {
+    for (std::size_t v = 0; v < var_sets_.size(); ++v)
+      if (l == 0 || deepest_level_[v] >= int(l)) level_vars_[l].push_back(int(v));
+    for (std::size_t k = 0; k < tensors_.size(); ++k) {
+      bool touched = false;
+      for (std::size_t r = 0; r < tensors_[k].rank_terms.size(); ++r) {
+        bool moves = false;
+        for (const auto& [v, c] : tensors_[k].rank_terms[r])
+          moves = moves || l == 0 || deepest_level_[v] >= int(l);
+        if (moves) level_ranks_[l].push_back({int(k), int(r)});
+        touched = touched || moves;
+      }
+      if (touched) level_tensors_[l].push_back(int(k));
+    }
   }
+}
+
+void LeafSource::refresh(std::size_t changed_level) {
+  const bool all = stale_ || changed_level == 0;
+  for (int v : level_vars_[all ? 0 : changed_level]) tile_variable(std::size_t(v));
+  empty_ = false;
+  for (const auto& s : var_sets_) empty_ = empty_ || s.empty();
   if (empty_) {
     stale_ = true;  // projections skipped now must be redone at the next non-empty tile
     return;
   }
-  const bool all = stale_ || changed_level == 0;
   stale_ = false;
-  for (auto& ts : tensors_) {
+  const std::size_t level = all ? 0 : changed_level;
+  for (const auto& [k, r] : level_ranks_[level]) {
+    TensorState& ts = tensors_[std::size_t(k)];
+    if (!ts.enabled || !ts.spec->separable) continue;
+    project(ts, std::size_t(r));
+    ts.rank_cardinality[std::size_t(r)] = cardinality(ts.rank_sets[std::size_t(r)]);
+  }
+  for (int k : level_tensors_[level]) {
+    TensorState& ts = tensors_[std::size_t(k)];
     if (!ts.enabled) continue;
     if (!ts.spec->separable) {
-      for (int v : ts.used_variables)
-        if (all || var_dirty_[v]) ts.sorted_valid = false;
+      ts.sorted_valid = false;
       continue;
     }
     std::int64_t size = 1;
-    for (std::size_t r = 0; r < ts.rank_sets.size(); ++r) {
-      bool dirty = all;
-      for (const auto& [v, c] : ts.rank_terms[r]) dirty = dirty || var_dirty_[v];
-      if (dirty) project(ts, r);
-      size *= cardinality(ts.rank_sets[r]);
-    }
+    for (std::int64_t c : ts.rank_cardinality) size *= c;
     ts.size = size;
   }
 }
 
 void LeafSource::tile_variable(std::size_t v) {
   IntervalSet& s = var_sets_[v];
+  if (simple_var_[v]) {  // temporal loops only: one interval, no allocation
+    Interval iv{0, leaf_->extent[v]};
+    for (const LoopLevel* loop : chains_[v]) {
+      iv = subtile(iv, *loop, odometer_.digit(std::size_t(loop->time_level)));
+      if (iv.lo >= iv.hi) break;
+    }
+    s.resize(iv.lo < iv.hi ? 1 : 0);
+    if (!s.empty()) s[0] = iv;
+    return;
+  }
   s.assign(1, {0, leaf_->extent[v]});
   for (const LoopLevel* loop : chains_[v]) {
     if (!loop->spatial) {
-      std::int64_t j = odometer_.digit(loop->time_level);
+      std::int64_t j = odometer_.digit(std::size_t(loop->time_level));
       std::size_t kept = 0;
       for (const auto& iv : s) {
         Interval sub = subtile(iv, *loop, j);
@@ -187,6 +226,91 @@ void LeafSource::project(TensorState& ts, std::size_t rank) {
     scratch_.swap(next);
   }
   points_to_set(scratch_, out);
+}
+
+bool LeafSource::plan_closed_form_runs() const {
+  if (!innermost_) return false;
+  const int v = innermost_->variable;
+  if (v < 0) return true;  // nothing moves during the run
+  if (chains_[std::size_t(v)].back() != innermost_) return false;  // a spatial loop follows
+  for (const auto& ts : tensors_) {
+    if (!ts.enabled) continue;
+    if (!ts.spec->separable) return false;
+    for (const auto& terms : ts.rank_terms)
+      for (const auto& [w, c] : terms)
+        if (w == v && (terms.size() != 1 || (c != 1 && c != -1))) return false;
+  }
+  return true;
+}
+
+LeafSource::RunTally LeafSource::count_step(std::vector<std::int64_t>& counts) {
+  RunTally tally;
+  if (computes()) {
+    tally = {1, timestep(), timestep(), points()};
+    count(counts);
+  }
+  advance();
+  return tally;
+}
+
+LeafSource::RunTally LeafSource::count_run(std::vector<std::int64_t>& counts, std::int64_t limit) {
+  if (!closed_form_runs_) return count_step(counts);
+  const TimeLevel& level = odometer_.level(odometer_.levels() - 1);
+  const std::int64_t t = timestep();
+  const std::int64_t run = std::min(odometer_.innermost_remaining(),
+                                    (limit - t + level.period - 1) / level.period);
+  if (run <= 1) return count_step(counts);
+  RunTally tally;
+  if (!empty_) {
+    const int v = innermost_->variable;
+    std::int64_t steps = run, covered = 0;  // covered: the run's points along v
+    if (v >= 0) {
+      // The tile v is cut from, then the run's tiles [j0, j0 + run) of it: they are
+      // adjacent, so their union is one stretch per interval, and the non-empty ones
+      // come first.
+      IntervalSet given(1, {0, leaf_->extent[std::size_t(v)]});
+      const auto& chain = chains_[std::size_t(v)];
+      for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
+        std::size_t kept = 0;
+        for (const auto& iv : given) {
+          Interval sub = subtile(iv, *chain[k], odometer_.digit(std::size_t(chain[k]->time_level)));
+          if (sub.lo < sub.hi) given[kept++] = sub;
+        }
+        given.resize(kept);
+      }
+      const LoopLevel& l = *innermost_;
+      const std::int64_t j0 = odometer_.digit(std::size_t(l.time_level)), j1 = j0 + run - 1;
+      auto start = [&](std::int64_t j) { return j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape; };
+      auto end = [&](std::int64_t j) { return j == 0 ? l.initial_tile_shape : l.initial_tile_shape + j * l.tile_shape; };
+      steps = 0;
+      for (const auto& iv : given) {
+        const std::int64_t width = iv.hi - iv.lo;
+        const std::int64_t last_open =  // the last tile that starts inside the interval
+            width <= l.initial_tile_shape ? 0 : 1 + (width - l.initial_tile_shape - 1) / l.tile_shape;
+        steps = std::max(steps, std::min(j1, last_open) - j0 + 1);
+        covered += std::max<std::int64_t>(0, std::min(width, end(j1)) - start(j0));
+      }
+    }
+    if (steps > 0) {
+      std::int64_t others = 1;  // points of the other variables
+      for (std::size_t w = 0; w < var_sets_.size(); ++w)
+        if (int(w) != v) others *= cardinality(var_sets_[w]);
+      tally = {steps, t, t + (steps - 1) * level.period, v >= 0 ? others * covered : others * steps};
+      for (auto& ts : tensors_) {
+        if (!ts.enabled) continue;
+        std::int64_t fixed = 1, along = steps;  // fixed ranks' size, and v's rank summed over the run
+        for (std::size_t r = 0; r < ts.rank_terms.size(); ++r) {
+          bool reads_v = ts.rank_terms[r].size() == 1 && ts.rank_terms[r][0].first == v;
+          if (reads_v) along = covered;
+          else fixed *= ts.rank_cardinality[r];
+        }
+        counts[std::size_t(ts.spec->trace)] += fixed * along;
+      }
+    }
+  }
+  std::size_t changed = odometer_.advance_innermost(run);
+  if (!done()) refresh(changed);
+  return tally;
 }
 
 std::int64_t LeafSource::points() const {

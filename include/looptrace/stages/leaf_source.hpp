@@ -38,6 +38,16 @@ class LeafSource {
   void emit(std::vector<AccessRecord>& out);
   // Adds the number of accesses of this timestep to counts[trace].
   void count(std::vector<std::int64_t>& counts);
+  // Counts the timesteps from this one to the end of the innermost loop's run (or to
+  // `limit`) and moves past them: in closed form when only the innermost loop's
+  // variable moves and every traced rank reads it alone, else one timestep at a time.
+  struct RunTally {
+    std::int64_t computing = 0;  // timesteps at which the leaf computes
+    std::int64_t first = -1, last = -1;  // the first and last of those
+    std::int64_t points = 0;
+  };
+  RunTally count_run(std::vector<std::int64_t>& counts, std::int64_t limit);
+
   // The number of points (operations) of this timestep's tile.
   std::int64_t points() const;
   // The tile's coordinate set along each rank variable (for iteration traces).
@@ -50,6 +60,7 @@ class LeafSource {
     bool enabled;
     std::vector<std::vector<std::pair<int, std::int64_t>>> rank_terms;  // [rank]: (variable, coefficient)
     std::vector<IntervalSet> rank_sets;   // separable: the image along each rank
+    std::vector<std::int64_t> rank_cardinality;  // the size of each of rank_sets
     std::vector<std::int64_t> element_coefficient;  // non-separable: element is affine
     std::int64_t element_constant = 0;
     std::vector<int> used_variables;      // variables with a nonzero coefficient
@@ -58,6 +69,9 @@ class LeafSource {
     std::int64_t size = 0;                // accesses at this timestep
   };
 
+  void plan_refreshes();
+  bool plan_closed_form_runs() const;
+  RunTally count_step(std::vector<std::int64_t>& counts);
   void refresh(std::size_t changed_level);
   void tile_variable(std::size_t v);
   void project(TensorState& ts, std::size_t rank);
@@ -71,7 +85,12 @@ class LeafSource {
   std::vector<std::vector<const LoopLevel*>> chains_;  // per variable: loops over it
   std::vector<int> deepest_level_;       // per variable: its innermost temporal level
   std::vector<IntervalSet> var_sets_;    // per variable: the current tile
-  std::vector<bool> var_dirty_;
+  const LoopLevel* innermost_ = nullptr;  // the innermost temporal loop
+  bool closed_form_runs_ = false;
+  std::vector<bool> simple_var_;         // per variable: no spatial loop tiles it
+  std::vector<std::vector<int>> level_vars_;   // per odometer level: variables to re-tile
+  std::vector<std::vector<std::pair<int, int>>> level_ranks_;  // (tensor, rank) to re-project
+  std::vector<std::vector<int>> level_tensors_;  // tensors whose size to recompute
   std::vector<TensorState> tensors_;
   bool empty_ = false;
   bool stale_ = true;
