@@ -1,0 +1,167 @@
+// Throughput and latency of the engine on large mappings. Figures, not assertions:
+//   build/bench/looptrace_bench --benchmark_counters_tabular=true
+// Each benchmark reports accesses (or lines, records) per second and the process's
+// peak RSS so far (peak_rss_MiB).
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "looptrace/sinks/sink.hpp"
+#include "looptrace/stream.hpp"
+#include "looptrace/summary.hpp"
+
+using namespace looptrace;
+
+namespace {
+
+const std::string kSpecs = LOOPTRACE_BENCH_SPECS;
+
+Schedule load(std::vector<std::string> files, JinjaVariables vars = {}) {
+  for (auto& f : files) f = kSpecs + "/" + f;
+  return compile_schedule(load_spec(files, vars));
+}
+
+void report_rss(benchmark::State& state) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MiB"] = double(usage.ru_maxrss) / 1024.0;
+}
+
+// 2^30 MACs in 32x32 output tiles: 1.14e9 accesses, 1088 per timestep.
+const Schedule& gemm() {
+  static Schedule s = load({"gemm.workload.yaml", "gemm_tiled.mapping.yaml"});
+  return s;
+}
+// 16x16 channels, 256x256 outputs in 10x10 tiles with halos: 2.7e7 accesses.
+const Schedule& conv() {
+  static Schedule s = load({"conv_halo.workload.yaml", "conv_halo.mapping.yaml"});
+  return s;
+}
+// Four matmuls fused along m: 8.5e6 accesses interleaving four leaves.
+const Schedule& fused() {
+  static Schedule s = load({"matmuls.yaml", "fused_chain.mapping.yaml"},
+                           {{"N_EINSUMS", std::int64_t(4)}, {"M", std::int64_t(256)}, {"KN", std::int64_t(64)}});
+  return s;
+}
+// A GEMM of 10240^3 = 1.07e12 timesteps, one MAC each.
+const Schedule& huge() {
+  static Schedule s = load({"gemm.workload.yaml", "huge_gemm.mapping.yaml"},
+                           {{"M", std::int64_t(10240)}, {"K", std::int64_t(10240)}, {"N", std::int64_t(10240)}});
+  return s;
+}
+
+void run_batches(benchmark::State& state, const Schedule& s, TraceOptions o = {}) {
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    AccessStream stream(s, o);
+    std::int64_t sum = 0;
+    for (auto b = stream.next_batch(1024); !b.empty(); b = stream.next_batch(1024)) {
+      total += std::int64_t(b.size());
+      sum += b.back().element;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+void BM_Batch_TiledGemm(benchmark::State& state) { run_batches(state, gemm()); }
+void BM_Batch_ConvHalo(benchmark::State& state) { run_batches(state, conv()); }
+void BM_Batch_FusedChain(benchmark::State& state) { run_batches(state, fused()); }
+
+void BM_Range_TiledGemm(benchmark::State& state) {
+  TraceOptions o;
+  o.to = gemm().n_timesteps / 8;  // a 1.4e8-access prefix: the rate is what matters
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    AccessStream stream(gemm(), o);
+    std::int64_t sum = 0;
+    for (const Access& a : stream) {
+      sum += a.element + a.timestep;
+      ++total;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+void run_format(benchmark::State& state, const std::string& format, std::int64_t to) {
+  TraceOptions o;
+  o.to = to;
+  int fd = ::open("/dev/null", O_WRONLY);
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    OutputBuffer out(fd);
+    AccessStream stream(gemm(), o);
+    auto sink = make_sink(format, gemm(), out);
+    sink->begin();
+    for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) {
+      sink->write(b);
+      total += std::int64_t(b.size());
+    }
+    out.flush();
+  }
+  ::close(fd);
+  state.counters["records_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+void BM_Format_Jsonl(benchmark::State& state) { run_format(state, "jsonl", gemm().n_timesteps / 32); }
+void BM_Format_Csv(benchmark::State& state) { run_format(state, "csv", gemm().n_timesteps / 32); }
+void BM_Format_Binary(benchmark::State& state) { run_format(state, "binary", gemm().n_timesteps / 4); }
+
+// The latency of the first batch after --from T, for T spread over 1e12 timesteps.
+void BM_Seek_Huge(benchmark::State& state) {
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<std::int64_t> pick(0, huge().n_timesteps - 1);
+  for (auto _ : state) {
+    TraceOptions o;
+    o.from = pick(rng);
+    AccessStream stream(huge(), o);
+    benchmark::DoNotOptimize(stream.next_batch(1).data());
+  }
+  state.counters["timesteps"] = double(huge().n_timesteps);
+  report_rss(state);
+}
+
+// 10,000 timesteps sampled uniformly from 1e12 and streamed in time order.
+void BM_Sample_Huge(benchmark::State& state) {
+  std::int64_t total = 0;
+  std::uint64_t seed = 0;
+  for (auto _ : state) {
+    TraceOptions o;
+    o.sample_timesteps = 10000;
+    o.seed = seed++;
+    AccessStream stream(huge(), o);
+    for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) total += std::int64_t(b.size());
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+// AccelForge's matmuls.yaml + fused_matmuls_to_simple, N_EINSUMS=2 M=128 KN=128: 1.26e7 accesses.
+void BM_Summary_FusedMatmuls(benchmark::State& state) {
+  static Schedule s = load({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                           {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(128)}, {"KN", std::int64_t(128)}});
+  for (auto _ : state) benchmark::DoNotOptimize(summarize(s).n_points);
+  report_rss(state);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Batch_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Range_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Batch_ConvHalo)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Batch_FusedChain)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Format_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Format_Csv)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Format_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Seek_Huge)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Summary_FusedMatmuls)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
