@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Differential test: random specs, looptrace CLI vs. the brute-force model of SEMANTICS.md.
+
+usage: run.py --looptrace build/src/looptrace [--count 300] [--seed 1] [--only CASESEED]...
+              [--max-accesses 20000] [--jobs 2] [--keep DIR]
+
+Each case is generated from `case seed` = seed * 100000 + index (reproduce one with
+--only CASESEED).  For each case the CLI's summary and trace are run with no filter and
+with random --max-timesteps / --tensors / --einsums, and compared with the model the
+way shared/conformance/check.py compares with the reference (summary fields, sorted rows
+per trace, t nondecreasing and inside [0, n_timesteps), element == row-major index of
+coords), plus the order of `traces` and tensor_shapes under filters.  Prints one line
+per mismatch, saves failing specs under /tmp/difffail/<caseseed>/, and ends with
+'N passed, M failed' (exit 1 on failures)."""
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import generate  # noqa: E402
+import model  # noqa: E402
+
+
+def ravel(coords, shape):
+    i = 0
+    for c, s in zip(coords, shape):
+        i = i * s + c
+    return i
+
+
+def small_case(case_seed, max_accesses, max_t):
+    rng = random.Random(case_seed)
+    for _ in range(200):
+        g = generate.generate(rng)
+        try:
+            m = model.Model(g["spec"])
+        except model.SpecError:
+            continue
+        if m.n_timesteps > max_t:
+            continue
+        if len(m.raw_accesses()) > max_accesses:
+            continue
+        return g, m, rng
+    raise RuntimeError(f"could not generate a small case for seed {case_seed}")
+
+
+def variants(m, rng):
+    """[(label, kwargs)] of filter/prefix combinations to try."""
+    s = m.summary()
+    tensors = s["tensors"]
+    names = [l["einsum"] for l in m.leaves]
+    out = [("full", {})]
+    out.append(("prefix", {"max_timesteps": rng.randint(1, m.n_timesteps + 1)}))
+    if len(tensors) > 1:
+        out.append(("tensors", {"tensors": rng.sample(tensors, rng.randint(1, len(tensors) - 1))}))
+    if len(names) > 1:
+        out.append(("einsums", {"einsums": rng.sample(names, rng.randint(1, len(names) - 1))}))
+    if rng.random() < 0.5:
+        kw = {"max_timesteps": rng.randint(1, m.n_timesteps)}
+        if len(tensors) > 1:
+            kw["tensors"] = rng.sample(tensors, rng.randint(1, len(tensors)))
+        if len(names) > 1 and rng.random() < 0.5:
+            kw["einsums"] = rng.sample(names, rng.randint(1, len(names)))
+        out.append(("mixed", kw))
+    return out
+
+
+def cli_args(files, kw):
+    args = list(files)
+    if kw.get("max_timesteps") is not None:
+        args += ["--max-timesteps", str(kw["max_timesteps"])]
+    if kw.get("tensors") is not None:
+        args += ["--tensors", ",".join(kw["tensors"])]
+    if kw.get("einsums") is not None:
+        args += ["--einsums", ",".join(kw["einsums"])]
+    return args
+
+
+def short(x, n=400):
+    s = json.dumps(x)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def diff_rows(got, want):
+    g, w = set(got), set(want)
+    return (f"{len(got)} vs {len(want)} rows; extra {sorted(g - w)[:4]}, missing {sorted(w - g)[:4]}"
+            + ("" if g != w else "; same set, different multiplicity"))
+
+
+def compare(lt, files, m, kw):
+    """List of mismatch strings for one invocation pair."""
+    errs = []
+    args = cli_args(files, kw)
+    want = m.summary(**kw)
+    p = subprocess.run([lt, "summary", *args], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return [f"summary exited {p.returncode}: {p.stderr.strip()[-300:]}"]
+    got = json.loads(p.stdout)
+    for key in ("n_timesteps", "truncated", "tensors", "einsums", "memory_levels", "tensor_ranks",
+                "tensor_shapes"):
+        if got.get(key) != want[key]:
+            errs.append(f"{key}: got {short(got.get(key))}, want {short(want[key])}")
+    gs = [[k, *v] for k, v in got.get("einsum_timespans", {}).items()]
+    ws = [[k, *v] for k, v in want["einsum_timespans"].items()]
+    if gs != ws:
+        errs.append(f"einsum_timespans: got {short(gs)}, want {short(ws)}")
+    gw = {lvl: {t: sorted(map(list, s)) for t, s in d.items()} for lvl, d in got.get("tile_windows", {}).items()}
+    if gw != want["tile_windows"]:
+        det = []
+        for lvl in sorted(set(gw) | set(want["tile_windows"])):
+            a, b = gw.get(lvl), want["tile_windows"].get(lvl)
+            if a != b:
+                if a is None or b is None:
+                    det.append(f"{lvl}: got {short(a, 150)}, want {short(b, 150)}")
+                    continue
+                for t in sorted(set(a) | set(b)):
+                    if a.get(t) != b.get(t):
+                        det.append(f"{lvl}/{t}: got {short(a.get(t), 150)}, want {short(b.get(t), 150)}")
+        errs.append("tile_windows: " + "; ".join(det[:4]))
+    key = lambda t: (t["einsum"], t["tensor"], t["is_output"], t["n_accesses"])
+    gt = [key(t) for t in got.get("traces", [])]
+    wt = [key(t) for t in want["traces"]]
+    if sorted(gt) != sorted(wt):
+        errs.append(f"traces: got {short(sorted(set(gt) - set(wt)))}, want {short(sorted(set(wt) - set(gt)))}")
+    elif gt != wt:
+        errs.append(f"traces order: got {short([t[:2] for t in gt])}, want {short([t[:2] for t in wt])}")
+
+    p = subprocess.run([lt, "trace", *args], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return errs + [f"trace exited {p.returncode}: {p.stderr.strip()[-300:]}"]
+    shapes = got.get("tensor_shapes", {})
+    rows, last = {}, -1
+    stream_err = None
+    for n, line in enumerate(p.stdout.splitlines(), 1):
+        a = json.loads(line)
+        t = a["t"]
+        if stream_err is None:
+            if t < last:
+                stream_err = f"stream: line {n} t={t} after t={last}"
+            elif not 0 <= t < want["n_timesteps"]:
+                stream_err = f"stream: line {n} t={t} outside [0, {want['n_timesteps']})"
+            elif a["tensor"] not in shapes or a["element"] != ravel(a["coords"], shapes[a["tensor"]]):
+                stream_err = f"stream: line {n} element {a['element']} != ravel({a['coords']}, {shapes.get(a['tensor'])})"
+        last = t
+        rows.setdefault((a["einsum"], a["tensor"], a["write"]), []).append((t, *a["coords"]))
+    if stream_err:
+        errs.append(stream_err)
+    wrows = {}
+    for a in m.accesses(**kw):
+        wrows.setdefault((a["einsum"], a["tensor"], a["write"]), []).append((a["t"], *a["coords"]))
+    for k in sorted(set(rows) | set(wrows), key=str):
+        g, w = sorted(rows.get(k, [])), sorted(wrows.get(k, []))
+        if g != w:
+            errs.append(f"rows {k[0]}/{k[1]}{'(w)' if k[2] else ''}: {diff_rows(g, w)}")
+    return errs
+
+
+def run_case(lt, case_seed, max_accesses, max_t, keep):
+    g, m, rng = small_case(case_seed, max_accesses, max_t)
+    d = tempfile.mkdtemp(prefix=f"diff{case_seed}-")
+    files = []
+    for name, text in g["files"].items():
+        path = os.path.join(d, name)
+        open(path, "w").write(text)
+        files.append(path)
+    lines = []
+    for label, kw in variants(m, rng):
+        try:
+            errs = compare(lt, files, m, kw)
+        except Exception as e:  # a crash in one comparison must not hide the others
+            errs = [f"exception: {type(e).__name__}: {e}"]
+        for e in errs:
+            opts = " ".join(cli_args([], kw))
+            lines.append(f"FAIL seed={case_seed} [{label}{(' ' + opts) if opts else ''}] {e}")
+    if lines:
+        dest = os.path.join(keep, str(case_seed))
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(d, dest)
+        with open(os.path.join(dest, "failures.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    shutil.rmtree(d, ignore_errors=True)
+    return case_seed, lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--looptrace", required=True)
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", type=int, action="append")
+    ap.add_argument("--max-accesses", type=int, default=20000)
+    ap.add_argument("--max-timesteps-total", type=int, default=4000)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", default="/tmp/difffail")
+    a = ap.parse_args()
+    lt = os.path.abspath(a.looptrace)
+    seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
+    passed = failed = 0
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        futs = [ex.submit(run_case, lt, s, a.max_accesses, a.max_timesteps_total, a.keep) for s in seeds]
+        for f in futs:
+            seed, lines = f.result()
+            for l in lines:
+                print(l, flush=True)
+            if lines:
+                failed += 1
+            else:
+                passed += 1
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
