@@ -1,5 +1,7 @@
 #include "looptrace/schedule.hpp"
 
+#include "looptrace/access.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -44,8 +46,14 @@ std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t s
   return 1 + (given - initial + stride - 1) / stride;
 }
 
+// Tile sizes past any extent (extents stay below 2^61) act alike; capping them keeps
+// tile arithmetic inside 64 bits.
+constexpr std::int64_t kTileCap = std::int64_t(1) << 61;
+
+std::int64_t stride_of(const MappingNode& loop) { return std::min(loop.tile_shape, kTileCap); }
+
 std::int64_t initial_of(const MappingNode& loop) {
-  return loop.initial_tile_shape.value_or(loop.tile_shape);
+  return std::min(loop.initial_tile_shape.value_or(loop.tile_shape), kTileCap);
 }
 
 const MappingNode* continuation_of(const MappingNode& nested) {
@@ -149,8 +157,8 @@ struct Compiler {
                           const std::vector<const MappingNode*>& enclosing) {
     for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it)
       if ((*it)->rank_variable == loop.rank_variable)
-        return tile_count(std::max((*it)->tile_shape, initial_of(**it)), initial_of(loop),
-                          loop.tile_shape);
+        return tile_count(std::max(stride_of(**it), initial_of(**it)), initial_of(loop),
+                          stride_of(loop));
     if (!compute) return 1;  // nothing below it ever runs
     const Einsum& e = einsum_named(compute->einsum, compute->where);
     std::int64_t extent = extent_of(e, loop.rank_variable);
@@ -162,7 +170,7 @@ struct Compiler {
                                       "' (the first below it) has no such rank variable (it has: " +
                                       vars + ")");
     }
-    return tile_count(extent, initial_of(loop), loop.tile_shape);
+    return tile_count(extent, initial_of(loop), stride_of(loop));
   }
 
   // Pass 2: leaves and storage windows.
@@ -261,7 +269,7 @@ struct Compiler {
       level.spatial = loop->kind == NodeKind::Spatial;
       level.time_level = level.spatial ? -1 : time_level++;
       level.count = counts[loop];
-      level.tile_shape = loop->tile_shape;
+      level.tile_shape = stride_of(*loop);
       level.initial_tile_shape = initial_of(*loop);
       leaf.loops.push_back(level);
     }
@@ -392,6 +400,11 @@ struct Compiler {
       }
     }
     tensor.ranks = naming->ranks;
+    if (tensor.ranks.size() > Coordinates::kMaxRanks)
+      throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
+                                         std::to_string(tensor.ranks.size()) +
+                                         " ranks; looptrace handles at most " +
+                                         std::to_string(Coordinates::kMaxRanks));
     tensor.shape.clear();
     Wide size = 1;
     for (std::size_t r = 0; r < nominal_hi.size(); ++r) {

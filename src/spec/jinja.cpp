@@ -543,7 +543,7 @@ class TemplateLexer {
 
   // Finds `closer` outside string literals, so `{{ '}}' }}` works.
   std::size_t find_close(std::size_t from, std::string_view closer, bool quotes, std::size_t open) const {
-    for (std::size_t i = from; i + 1 < src_.size() + 1; ++i) {
+    for (std::size_t i = from; i < src_.size(); ++i) {
       if (src_.compare(i, closer.size(), closer) == 0) return i;
       if (quotes && (src_[i] == '\'' || src_[i] == '"')) {
         const char quote = src_[i];
@@ -682,11 +682,14 @@ class TemplateParser {
 
   std::optional<std::string> statement(const Piece& piece, Body& out,
                                        std::initializer_list<std::string_view> stops, int depth) {
-    stop_tokens_ = std::make_unique<ExprParser>(inside(piece));
-    ExprParser& parser = *stop_tokens_;
+    auto tokens = std::make_unique<ExprParser>(inside(piece));
+    ExprParser& parser = *tokens;
     if (parser.peek().kind != Tok::Name) throw TagProblem("expected a statement name");
     const std::string keyword = parser.next().text;
-    if (std::find(stops.begin(), stops.end(), keyword) != stops.end()) return keyword;
+    if (std::find(stops.begin(), stops.end(), keyword) != stops.end()) {
+      stop_tokens_ = std::move(tokens);  // the enclosing block reads the rest (an elif's condition)
+      return keyword;
+    }
     if (depth >= kMaxNesting && (keyword == "for" || keyword == "if"))
       throw TagProblem("blocks nested too deeply");
     if (keyword == "for") out.push_back({piece.tag, parse_for(parser, piece, depth + 1)});
@@ -724,6 +727,7 @@ class TemplateParser {
   IfNode parse_if(ExprParser& parser, const Piece& piece, int depth) {
     IfNode node;
     std::size_t branch_tag = piece.tag;
+    std::unique_ptr<ExprParser> elif;  // the tokens of the current `{% elif %}`
     ExprParser* condition = &parser;
     for (;;) {
       ExprPtr e;
@@ -744,8 +748,8 @@ class TemplateParser {
         expect_stop_end();
         return node;
       }
-      owned_.push_back(std::move(stop_tokens_));  // keep the elif's tokens alive
-      condition = owned_.back().get();
+      elif = std::move(stop_tokens_);
+      condition = elif.get();
     }
   }
 
@@ -764,7 +768,6 @@ class TemplateParser {
   const std::string& filename_;
   std::size_t index_ = 0;
   std::unique_ptr<ExprParser> stop_tokens_;
-  std::vector<std::unique_ptr<ExprParser>> owned_;
 };
 
 // ---------------------------------------------------------------- rendering

@@ -80,7 +80,14 @@ std::string int128_str(Wide v) { return std::to_string(static_cast<long long>(v)
 EinsumBox einsum_box(const Workload& workload, const Einsum& einsum) {
   std::vector<Bound> bounds;
   for (const auto& c : einsum.constraints)
-    for (const auto& b : c.bounds) bounds.push_back({b, &c.where});
+    for (const auto& b : c.bounds) {
+      for (const auto& [var, coef] : b.terms)
+        if (!einsum.has_rank_variable(var))
+          throw SpecError(c.where, "constraint '" + c.text + "' of Einsum '" + einsum.name +
+                                       "' uses '" + var +
+                                       "', which none of its projections uses");
+      bounds.push_back({b, &c.where});
+    }
   for (const auto& c : workload.constraints)
     for (const auto& b : c.bounds)
       if (uses_only(b, einsum)) bounds.push_back({b, &c.where});

@@ -62,6 +62,9 @@ TimeSelection TimeSelection::from_options(const TraceOptions& o, std::int64_t n)
     std::int64_t k = *o.sample_timesteps;
     std::int64_t len = s.window.to - s.window.from;
     if (k < 0) throw SpecError("--sample-timesteps must not be negative");
+    if (k > 100'000'000)  // the sample is held sorted in memory: 8 bytes a timestep
+      throw SpecError("--sample-timesteps takes at most 100000000 timesteps; use --shard or "
+                      "--from/--to for larger parts of the trace");
     if (k < len) s.truncated = true;
     k = std::min(k, len);
     for (std::int64_t t : sample_distinct(len, k, o.seed))
