@@ -7,13 +7,18 @@
 
 namespace looptrace {
 
-std::vector<TimeRange> TraceSummary::tile_lifetime(const std::string& level,
-                                                   const std::string& tensor) const {
-  for (const auto& l : tile_windows)
+std::vector<TimeRange> find_windows(const std::vector<LevelWindows>& levels,
+                                    const std::string& level, const std::string& tensor) {
+  for (const auto& l : levels)
     if (l.level == level)
       for (const auto& t : l.tensors)
         if (t.tensor == tensor) return t.windows;
   return {};
+}
+
+std::vector<TimeRange> TraceSummary::tile_lifetime(const std::string& level,
+                                                   const std::string& tensor) const {
+  return find_windows(tile_windows, level, tensor);
 }
 
 std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& window,

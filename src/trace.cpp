@@ -40,11 +40,7 @@ std::vector<const TensorAccessTrace*> AccessTrace::for_tensor(const std::string&
 
 std::vector<TimeRange> AccessTrace::tile_lifetime(const std::string& level,
                                                   const std::string& tensor) const {
-  for (const auto& l : tile_windows)
-    if (l.level == level)
-      for (const auto& t : l.tensors)
-        if (t.tensor == tensor) return t.windows;
-  return {};
+  return find_windows(tile_windows, level, tensor);
 }
 
 void AccessTrace::write_csv(std::ostream& out) const {

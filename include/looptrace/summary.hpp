@@ -53,6 +53,10 @@ struct TraceSummary {
   std::vector<TimeRange> tile_lifetime(const std::string& level, const std::string& tensor) const;
 };
 
+// The windows of `tensor` in `level`; empty if that level never holds it.
+std::vector<TimeRange> find_windows(const std::vector<LevelWindows>& levels,
+                                    const std::string& level, const std::string& tensor);
+
 // The tile windows of every memory level, clipped to the selection's window.
 std::vector<LevelWindows> tile_windows(const Schedule& schedule, const TimeRange& window,
                                        const std::vector<std::string>& tensors);
