@@ -164,26 +164,10 @@ void LeafSource::tile_variable(std::size_t v) {
     if (!s.empty()) s[0] = iv;
     return;
   }
-  s.assign(1, {0, leaf_->extent[v]});
-  for (const LoopLevel* loop : chains_[v]) {
-    if (!loop->spatial) {
-      std::int64_t j = odometer_.digit(std::size_t(loop->time_level));
-      std::size_t kept = 0;
-      for (const auto& iv : s) {
-        Interval sub = subtile(iv, *loop, j);
-        if (sub.lo < sub.hi) s[kept++] = sub;
-      }
-      s.resize(kept);
-    } else {
-      IntervalSet next;
-      for (const auto& iv : s)
-        for (std::int64_t j = 0; j < loop->count; ++j) {
-          Interval sub = subtile(iv, *loop, j);
-          append(next, sub.lo, sub.hi);
-        }
-      s.swap(next);
-    }
-  }
+  // Spatial loops: every spatial iteration's tile, each cut by the loops inside it,
+  // then merged (merging before the inner loops cut would lose the tiles' origins).
+  s.clear();
+  for (const Interval& iv : tiles_of(v, chains_[v].size())) append(s, iv.lo, iv.hi);
 }
 
 void LeafSource::project(TensorState& ts, std::size_t rank) {
@@ -268,16 +252,7 @@ LeafSource::RunTally LeafSource::count_run(std::vector<std::int64_t>& counts, st
       // The tile v is cut from, then the run's tiles [j0, j0 + run) of it: they are
       // adjacent, so their union is one stretch per interval, and the non-empty ones
       // come first.
-      IntervalSet given(1, {0, leaf_->extent[std::size_t(v)]});
-      const auto& chain = chains_[std::size_t(v)];
-      for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
-        std::size_t kept = 0;
-        for (const auto& iv : given) {
-          Interval sub = subtile(iv, *chain[k], odometer_.digit(std::size_t(chain[k]->time_level)));
-          if (sub.lo < sub.hi) given[kept++] = sub;
-        }
-        given.resize(kept);
-      }
+      const std::vector<Interval> given = tiles_of(std::size_t(v), chains_[std::size_t(v)].size() - 1);
       const LoopLevel& l = *innermost_;
       const std::int64_t j0 = odometer_.digit(std::size_t(l.time_level)), j1 = j0 + run - 1;
       auto start = [&](std::int64_t j) { return j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape; };
@@ -311,6 +286,27 @@ LeafSource::RunTally LeafSource::count_run(std::vector<std::int64_t>& counts, st
   std::size_t changed = odometer_.advance_innermost(run);
   if (!done()) refresh(changed);
   return tally;
+}
+
+std::vector<Interval> LeafSource::spatial_tiles(std::size_t v) const {
+  return tiles_of(v, chains_[v].size());
+}
+
+std::vector<Interval> LeafSource::tiles_of(std::size_t v, std::size_t loops) const {
+  std::vector<Interval> tiles(1, {0, leaf_->extent[v]});
+  for (std::size_t k = 0; k < loops; ++k) {
+    const LoopLevel* loop = chains_[v][k];
+    std::vector<Interval> next;
+    const std::int64_t j0 = loop->spatial ? 0 : odometer_.digit(std::size_t(loop->time_level));
+    const std::int64_t j1 = loop->spatial ? loop->count : j0 + 1;
+    for (const auto& iv : tiles)
+      for (std::int64_t j = j0; j < j1; ++j) {
+        Interval sub = subtile(iv, *loop, j);
+        if (sub.lo < sub.hi) next.push_back(sub);
+      }
+    tiles.swap(next);
+  }
+  return tiles;
 }
 
 std::int64_t LeafSource::points() const {

@@ -14,6 +14,11 @@ import random
 import re
 
 COMPONENTS = ["DRAM", "GlobalBuffer", "Register"]
+# knobs run.py may change (e.g. to isolate one bug class)
+OPTIONS = {"spatial": 0.2, "spatial_reuse": True,
+           # rarer workload features: strided / offset projections, lower bounds other
+           # than 0, per-Einsum extents of a shared variable, rank sizes that cut a box
+           "exotic": 0.12}
 
 
 # ---------------------------------------------------------------- workload
@@ -41,13 +46,19 @@ def gen_workload(rng):
                    (f"W{k}", [(last_rank, last_var, last_var), (nv.upper(), nv, nv)], False),
                    (out_t, lead + [(nv.upper(), nv, nv)], True)]
             cur = (out_t, [(r, v) for r, v, _ in lead] + [(nv.upper(), nv)])
+            if rng.random() < OPTIONS["exotic"]:  # offset read: a halo past the producer's box
+                acc[0] = (tin, lead + [(last_rank, f"{last_var} + {rng.randint(1, 2)}", None)], False)
         else:
             p, r = f"p{k + 1}", f"r{k + 1}"
             e_in = ext[last_var]
             ext[r] = rng.randint(1, min(3, e_in))
             ext[p] = e_in - ext[r] + 1 if rng.random() < 0.6 else e_in  # valid or halo
             coef = ""
-            acc = [(tin, lead + [(last_rank, f"{p} + {r}", None)], False),
+            expr = f"{p} + {r}"
+            if rng.random() < OPTIONS["exotic"]:  # strided
+                ext[p] = max(1, (e_in - ext[r]) // 2 + 1)
+                expr = f"2*{p} + {r}"
+            acc = [(tin, lead + [(last_rank, expr, None)], False),
                    (f"W{k}", [(r.upper(), r, r)], False),
                    (out_t, lead + [(p.upper(), p, p)], True)]
             if rng.random() < 0.3:  # weights with an extra output-channel-like rank
@@ -63,7 +74,9 @@ def gen_workload(rng):
                 for v in re.findall(r"[a-z]\w*", e):
                     if v not in vars_:
                         vars_.append(v)
-        einsums.append({"acc": acc, "vars": vars_, "order": order, "out": out_t})
+        einsums.append({"acc": acc, "vars": vars_, "order": order, "out": out_t, "extra_rs": {}})
+        if kind == "conv" and rng.random() < OPTIONS["exotic"]:  # a rank size that cuts the box
+            einsums[-1]["extra_rs"][last_rank] = rng.randint(1, ext[last_var])
 
     # how each variable gets its extent
     wl_iss, wl_rs = {}, {}
@@ -79,19 +92,26 @@ def gen_workload(rng):
         choice = rng.choice(["wl_iss", "wl_iss", "e_iss", "wl_rs", "e_rs"])
         if choice in ("wl_rs", "e_rs") and not plain_ok:
             choice = "wl_iss"
+        lo = rng.randint(1, 3) if rng.random() < OPTIONS["exotic"] / 2 else 0
         if choice == "wl_iss":
-            wl_iss[v] = f"0 <= {v} < {e}" if rng.random() < 0.8 else f"{v} >= 0 and {v} <= {e - 1}"
+            wl_iss[v] = (f"{lo} <= {v} < {e + lo}" if rng.random() < 0.8
+                         else f"{v} >= {lo} and {v} <= {e - 1 + lo}")
         elif choice == "wl_rs":
             wl_rs[v.upper()] = e
         else:
+            vary = len(users) > 1 and rng.random() < OPTIONS["exotic"] * 2
             for i in users:
+                if vary:  # the same variable with different extents in different Einsums
+                    e = max(1, ext[v] + rng.choice([-2, -1, 1, 2]))
                 if choice == "e_iss":
-                    e_iss[i].append(f"0 <= {v} < {e}" if rng.random() < 0.7 else f"{e} > {v} >= 0")
+                    e_iss[i].append(f"{lo} <= {v} < {e + lo}" if rng.random() < 0.7 else f"{e + lo} > {v} >= {lo}")
                 else:
                     e_rs[i][v.upper()] = e
     names = []
     entries = []
     for i, es in enumerate(einsums):
+        for r, k in es["extra_rs"].items():
+            e_rs[i][r] = k
         concise_ok = not e_iss[i] and not e_rs[i]
         style = rng.choice(["verbose", "verbose", "concise", "concise_map"])
         if style == "concise" and not concise_ok:
@@ -191,13 +211,17 @@ def gen_mapping(rng, einsums, ext):
         nl = rng.randint(0, max_loops)
         ctx = dict(ctx)
         for _ in range(nl):
-            v = rng.choice(first["vars"])
+            spatial_vars = ctx.get("__spatial__", frozenset())
+            choices = [v for v in first["vars"] if OPTIONS["spatial_reuse"] or v not in spatial_vars]
+            if not choices:
+                break
+            v = rng.choice(choices)
             if v in ctx:
                 P = max(ctx[v])
             else:
                 P = ext[v]
             s = tile_for(P)
-            node = {"__tag__": "Spatial" if rng.random() < 0.2 else "Temporal", "rank_variable": v,
+            node = {"__tag__": "Spatial" if rng.random() < OPTIONS["spatial"] else "Temporal", "rank_variable": v,
                     "tile_shape": s}
             i = s
             if rng.random() < 0.25:
@@ -207,6 +231,8 @@ def gen_mapping(rng, einsums, ext):
                 node["name"] = rng.choice(["X", "Y"])
                 node["component"] = "PE"
             ctx[v] = (i, s)
+            if node["__tag__"] == "Spatial":
+                ctx["__spatial__"] = spatial_vars | {v}
             nodes.append(node)
             if rng.random() < 0.35:
                 nodes.append(storage(group))

@@ -19,6 +19,12 @@ import re
 import sys
 
 INF = float("inf")
+# Readings of SEMANTICS.md where the text allows two answers (see run.py --help):
+# CLIP_AT_P: a loop's tiles are cut at the tile P it is given ("the last tile may be
+# partial"), so a leaf whose Einsum has a larger extent of that variable than the
+# Einsum the loop was resolved in does not visit the points past P.  False: only the
+# leaf's own extent and the enclosing tiles cut it.
+OPTIONS = {"CLIP_AT_P": True}
 LOOPS = ("Temporal", "Spatial")
 SPLITS = ("Sequential", "Pipeline", "Parallel")
 BODY = ("Nested", "Compute") + SPLITS
@@ -498,7 +504,7 @@ class Model:
             a = 0 if j == 0 else i + (j - 1) * s
             b = i if j == 0 else i + j * s
             new = dict(alt)
-            new[var] = (o + a, min(o + b, o + P, enc_hi))
+            new[var] = (o + a, min(o + b, o + P if OPTIONS["CLIP_AT_P"] else INF, enc_hi))
             return new
 
         if tag(loop) == "Spatial":

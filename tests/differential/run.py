@@ -11,7 +11,13 @@ way shared/conformance/check.py compares with the reference (summary fields, sor
 per trace, t nondecreasing and inside [0, n_timesteps), element == row-major index of
 coords), plus the order of `traces` and tensor_shapes under filters.  Prints one line
 per mismatch, saves failing specs under /tmp/difffail/<caseseed>/, and ends with
-'N passed, M failed' (exit 1 on failures)."""
+'N passed, M failed' (exit 1 on failures).
+
+Other options: --minimize CASESEED shrinks a failing case greedily and prints its YAML;
+--spatial P sets how often a generated loop is spatial; --no-spatial-reuse never loops
+again over a variable that an enclosing spatial loop covers (isolates the known
+spatial bug); --no-clip-at-p switches the model to the other reading of an ambiguous
+sentence (see model.OPTIONS)."""
 import argparse
 import concurrent.futures
 import json
@@ -189,8 +195,108 @@ def run_case(lt, case_seed, max_accesses, max_t, keep):
     return case_seed, lines
 
 
+def _mutations(spec):
+    """Smaller variants of spec (for --minimize): drop a node or branch, simplify a loop."""
+    import copy
+
+    def paths(nodes, pre):
+        for i, n in enumerate(nodes):
+            yield pre + (i,), n
+            if isinstance(n, dict) and "nodes" in n:
+                yield from paths(n["nodes"], pre + (i, "nodes"))
+
+    def at(s, path):
+        x = s["mapping"]["nodes"]
+        for k in path[:-1]:
+            x = x[k]
+        return x, path[-1]
+
+    for path, n in list(paths(spec["mapping"]["nodes"], ())):
+        t = n.get("__tag__")
+        if t in ("Storage", "Temporal", "Spatial", "Nested", "Sequential", "Pipeline", "Parallel", "Compute"):
+            s = copy.deepcopy(spec)
+            lst, i = at(s, path)
+            del lst[i]
+            yield s
+        if t in ("Sequential", "Pipeline", "Parallel", "Nested"):
+            s = copy.deepcopy(spec)
+            lst, i = at(s, path)
+            lst[i:i + 1] = lst[i]["nodes"]
+            yield s
+        if t in ("Temporal", "Spatial"):
+            if "initial_tile_shape" in n:
+                s = copy.deepcopy(spec); lst, i = at(s, path); del lst[i]["initial_tile_shape"]; yield s
+            if n["tile_shape"] > 1:
+                s = copy.deepcopy(spec); lst, i = at(s, path); lst[i]["tile_shape"] -= 1; yield s
+            if n.get("initial_tile_shape", 1) > 1:
+                s = copy.deepcopy(spec); lst, i = at(s, path); lst[i]["initial_tile_shape"] -= 1; yield s
+            if t == "Spatial":
+                s = copy.deepcopy(spec); lst, i = at(s, path)
+                lst[i] = {"__tag__": "Temporal", "rank_variable": n["rank_variable"], "tile_shape": n["tile_shape"]}
+                yield s
+        if t == "Storage" and len(n.get("tensors", [])) > 1:
+            for k in range(len(n["tensors"])):
+                s = copy.deepcopy(spec); lst, i = at(s, path); del lst[i]["tensors"][k]; yield s
+    # drop a whole einsum that is no longer mapped
+    used = set()
+
+    def leaves(nodes):
+        for n in nodes:
+            if n.get("__tag__") == "Compute":
+                used.add(n["einsum"])
+            leaves(n.get("nodes", []) or [])
+    leaves(spec["mapping"]["nodes"])
+    for k, e in enumerate(spec["workload"]["einsums"]):
+        nm = e if isinstance(e, str) else e.get("name") or e.get("einsum")
+        names = {model.parse_concise(nm)[0] if "=" in nm else nm}
+        if not names & used:
+            s = copy.deepcopy(spec)
+            del s["workload"]["einsums"][k]
+            yield s
+
+
+def minimize(lt, case_seed, max_accesses, max_t):
+    """Greedy shrink of a failing case (no-filter variant); prints the smallest YAML."""
+    g, m, rng = small_case(case_seed, max_accesses, max_t)
+    spec = g["spec"]
+    d = tempfile.mkdtemp(prefix="min-")
+    path = os.path.join(d, "spec.yaml")
+
+    def fails(sp):
+        try:
+            mm = model.Model(sp)
+        except Exception:
+            return None
+        open(path, "w").write(generate.to_yaml(sp, random.Random(0)))
+        try:
+            errs = compare(lt, [path], mm, {})
+        except Exception as e:
+            return None
+        errs = [e for e in errs if "exited" not in e]
+        return errs[0].split(":")[0] if errs else None
+
+    want = fails(spec)
+    if want is None:
+        print("no failure in the full variant")
+        return
+    changed = True
+    while changed:
+        changed = False
+        for s in _mutations(spec):
+            if fails(s) == want:
+                spec, changed = s, True
+                break
+    text = generate.to_yaml(spec, random.Random(0))
+    open(path, "w").write(text)
+    print(text)
+    for e in compare(lt, [path], model.Model(spec), {}):
+        print(e)
+    print(path)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--minimize", type=int, help="shrink this failing case seed and print it")
     ap.add_argument("--looptrace", required=True)
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
@@ -199,8 +305,20 @@ def main():
     ap.add_argument("--max-timesteps-total", type=int, default=4000)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", default="/tmp/difffail")
+    ap.add_argument("--spatial", type=float, default=generate.OPTIONS["spatial"],
+                    help="probability that a generated loop is spatial")
+    ap.add_argument("--no-clip-at-p", action="store_true",
+                    help="model reading: a loop's last tile is not cut at its P (only at each leaf's extent)")
+    ap.add_argument("--no-spatial-reuse", action="store_true",
+                    help="never loop again over a rank variable that a spatial loop encloses")
     a = ap.parse_args()
     lt = os.path.abspath(a.looptrace)
+    generate.OPTIONS["spatial"] = a.spatial
+    model.OPTIONS["CLIP_AT_P"] = not a.no_clip_at_p
+    generate.OPTIONS["spatial_reuse"] = not a.no_spatial_reuse
+    if a.minimize is not None:
+        minimize(lt, a.minimize, a.max_accesses, a.max_timesteps_total)
+        return
     seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:

@@ -52,6 +52,9 @@ class LeafSource {
   std::int64_t points() const;
   // The tile's coordinate set along each rank variable (for iteration traces).
   const std::vector<IntervalSet>& tile() const { return var_sets_; }
+  // The current tile of variable v, one interval per spatial iteration over v (outer
+  // spatial loops first), empty sub-tiles left out: tile()[v] before it is merged.
+  std::vector<Interval> spatial_tiles(std::size_t v) const;
 
  private:
   struct TensorState {
@@ -70,6 +73,9 @@ class LeafSource {
   };
 
   void plan_refreshes();
+  // The tiles of variable v after the first `loops` loops over it: one per spatial
+  // iteration, unmerged, in order; empty ones left out.
+  std::vector<Interval> tiles_of(std::size_t v, std::size_t loops) const;
   bool plan_closed_form_runs() const;
   RunTally count_step(std::vector<std::int64_t>& counts);
   void refresh(std::size_t changed_level);
