@@ -32,9 +32,9 @@ using looptrace::Spec;
 using looptrace::SpecError;
 using looptrace::TraceOptions;
 
-// The folder of the shared conformance specs (next to the project).
+// Copies of the conformance corpus specs, so the suite runs without ../shared.
 inline std::string corpus_dir() {
-  return std::string(LOOPTRACE_SOURCE_ROOT) + "/../shared/conformance/specs";
+  return std::string(LOOPTRACE_SOURCE_ROOT) + "/tests/specs";
 }
 
 // Loads a spec from one in-memory file named `name`.
