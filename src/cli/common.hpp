@@ -26,5 +26,7 @@ struct CommonArgs {
 
 void add_summary_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
+void add_iterations_command(CLI::App& app);
 
 }  // namespace looptrace::cli

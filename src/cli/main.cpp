@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   looptrace::cli::add_summary_command(app);
   looptrace::cli::add_trace_command(app);
+  looptrace::cli::add_plot_command(app);
+  looptrace::cli::add_iterations_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "looptrace: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {  // never terminate() on something unexpected
+    std::cerr << "looptrace: internal error: an unknown exception\n";
     return 1;
   }
   return 0;

@@ -1,0 +1,90 @@
+// The iteration-space vs data-space picture (the reference's plot_access_trace): x the
+// timestep, y the tensor element (or one rank's coordinate), one panel per tensor on a
+// shared time axis, the tiles of a memory level shaded behind. Built in one streaming
+// pass: a point per access while the trace is small, a fixed density raster per panel
+// past that, so memory and file size stay bounded whatever the trace length.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/options.hpp"
+#include "looptrace/schedule.hpp"
+#include "looptrace/stages/leaf_source.hpp"
+#include "looptrace/stages/time_selection.hpp"
+
+namespace looptrace {
+
+enum class PlotColor { einsum, access };
+
+struct PlotOptions {
+  PlotColor color_by = PlotColor::einsum;
+  std::string rank;          // y is the coordinate along this rank; empty: the element
+  std::string memory_level;  // shade the tiles this level holds; empty: none
+  std::int64_t max_points = 150'000;  // more accesses than this: density rasters
+  std::int64_t raster_columns = 480, raster_rows = 120;  // at most, per panel
+  int width = 960, panel_height = 180;  // pixels
+};
+
+// What one marker shape and colour stands for; reads are squares, writes triangles.
+struct PlotSeries {
+  std::string label;  // "Matmul0 read" (colour by Einsum), "write" (by access)
+  std::string color;
+  bool is_output = false;
+};
+
+struct PlotPoint {
+  std::int64_t timestep = 0, y = 0;
+  std::uint32_t series = 0;  // into PlotData::series
+  auto operator<=>(const PlotPoint&) const = default;
+};
+
+// One tile of the memory level, where the tensor is live in one window.
+struct PlotBlock {
+  std::int64_t from = 0, to = 0;  // the window's first touch to its last touch + 1
+  std::vector<Interval> runs;     // the contiguous runs of y touched in the window
+};
+
+// Accesses per cell of timestep x y; row-major, row 0 holds y = 0.
+struct DensityRaster {
+  std::int64_t columns = 0, rows = 0;
+  std::vector<std::uint32_t> counts;  // saturating
+  std::vector<std::uint8_t> tiles;    // 1 where a memory-level tile covers the cell
+};
+
+struct PlotPanel {
+  std::string tensor;
+  std::vector<std::string> ranks;
+  std::vector<std::int64_t> shape;
+  int rank = -1;              // the rank that y follows; -1: the flattened element
+  std::int64_t y_size = 1;    // y runs over [0, y_size)
+  std::vector<PlotPoint> points;  // point mode: sorted, distinct
+  std::vector<PlotBlock> blocks;  // point mode: one per window in which y is touched
+  std::int64_t n_blocks = 0;      // windows in which the tensor is touched (both modes)
+  DensityRaster density;          // raster mode
+
+  std::string title() const;    // "T0 (M=8, N0=4)"
+  std::string y_label() const;  // "element" or "N0"
+};
+
+struct PlotData {
+  TimeRange window;               // the x-axis
+  bool truncated = false;
+  std::int64_t n_timesteps = 0;   // of the full schedule
+  bool raster = false;            // density rasters instead of points
+  std::string memory_level;
+  std::vector<PlotSeries> series;  // exactly those with points
+  std::vector<PlotPanel> panels;
+};
+
+// Streams the trace once. Throws SpecError for a --tensors entry with no access, a
+// rank no plotted tensor has, a memory level that holds none of the plotted tensors,
+// or a selection with nothing to plot.
+PlotData build_plot(const Schedule& schedule, const TraceOptions& options,
+                    const PlotOptions& plot = {});
+
+// The picture as a standalone SVG document.
+std::string render_svg(const PlotData& data, const PlotOptions& plot = {});
+
+}  // namespace looptrace

@@ -1,0 +1,332 @@
+// Building the picture's data in one pass over the access stream.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "looptrace/error.hpp"
+#include "looptrace/sinks/plot.hpp"
+#include "looptrace/stream.hpp"
+#include "looptrace/summary.hpp"
+
+namespace looptrace {
+
+std::string PlotPanel::title() const {
+  std::string out = tensor + " (";
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    out += (r ? ", " : "") + ranks[r] + "=" + std::to_string(shape[r]);
+  return out + ")";
+}
+
+std::string PlotPanel::y_label() const { return rank < 0 ? "element" : ranks[std::size_t(rank)]; }
+
+namespace {
+
+constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f",
+                                    "#76b7b2", "#edc948", "#ff9da7", "#e15759", "#bab0ac"};
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// A rank's coordinate from the flattened element, or the element itself.
+struct YMap {
+  std::int64_t stride = 1, size = 0;  // size 0: the element
+  std::int64_t operator()(std::int64_t element) const {
+    return size == 0 ? element : (element / stride) % size;
+  }
+};
+
+// The open tile windows of one (level, tensor): each collects its live span and the y
+// keys touched, and becomes a block when it ends. Windows arrive sorted by start and
+// accesses in time order, so at most the overlapping windows are open at once.
+class WindowTracker {
+ public:
+  struct Closed {
+    std::int64_t first, last;
+    std::vector<std::int64_t> keys;  // sorted, distinct
+  };
+
+  explicit WindowTracker(std::vector<TimeRange> windows) : windows_(std::move(windows)) {
+    next_event_ = windows_.empty() ? kNever : windows_.front().from;
+  }
+
+  template <class OnClose>
+  void touch(std::int64_t t, std::int64_t key, OnClose&& on_close) {
+    if (t >= next_event_) move_to(t, on_close);
+    for (Open& w : open_) {
+      if (w.first < 0) w.first = t;
+      w.last = t;
+      if (w.keys.empty() || w.keys.back() != key) w.keys.push_back(key);
+      if (w.keys.size() >= 2 * w.compacted + 4096) compact(w);
+    }
+  }
+
+  template <class OnClose>
+  void finish(OnClose&& on_close) {
+    move_to(kNever, on_close);
+  }
+
+ private:
+  struct Open {
+    TimeRange window;
+    std::int64_t first = -1, last = -1;
+    std::vector<std::int64_t> keys;
+    std::size_t compacted = 0;
+  };
+
+  // Keys stay bounded by the distinct keys of a window (exact y, or raster rows).
+  static void compact(Open& w) {
+    std::sort(w.keys.begin(), w.keys.end());
+    w.keys.erase(std::unique(w.keys.begin(), w.keys.end()), w.keys.end());
+    w.compacted = w.keys.size();
+  }
+
+  template <class OnClose>
+  void move_to(std::int64_t t, OnClose& on_close) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < open_.size(); ++i) {
+      Open& w = open_[i];
+      if (w.window.to > t) {
+        if (kept != i) open_[kept] = std::move(w);  // a self-move would empty the keys
+        ++kept;
+      } else if (w.first >= 0) {
+        compact(w);
+        on_close(Closed{w.first, w.last, std::move(w.keys)});
+      }
+    }
+    open_.resize(kept);
+    for (; next_ < windows_.size() && windows_[next_].from <= t; ++next_)
+      if (windows_[next_].to > t) open_.push_back(Open{windows_[next_], -1, -1, {}, 0});
+    next_event_ = next_ < windows_.size() ? windows_[next_].from : kNever;
+    for (const Open& w : open_) next_event_ = std::min(next_event_, w.window.to);
+  }
+
+  std::vector<TimeRange> windows_;
+  std::size_t next_ = 0;
+  std::vector<Open> open_;
+  std::int64_t next_event_ = kNever;
+};
+
+std::vector<Interval> runs_of(const std::vector<std::int64_t>& sorted_keys) {
+  std::vector<Interval> runs;
+  for (std::int64_t k : sorted_keys) {
+    if (!runs.empty() && runs.back().hi == k) ++runs.back().hi;
+    else runs.push_back({k, k + 1});
+  }
+  return runs;
+}
+
+// The panels, in --tensors order or the order of first trace, each with accesses.
+std::vector<std::string> panel_tensors(const TraceSummary& summary, const TraceOptions& options) {
+  std::map<std::string, std::int64_t> accesses;
+  for (const auto& t : summary.traces) accesses[t.tensor] += t.n_accesses;
+  std::vector<std::string> with_accesses;
+  for (const auto& t : summary.tensors)
+    if (accesses[t] > 0) with_accesses.push_back(t);
+  for (const auto& t : options.tensors)
+    if (accesses[t] == 0)
+      throw SpecError("--tensors names '" + t + "', which has no accesses in the selection (" +
+                      (with_accesses.empty() ? "nothing has" : "tensors with accesses: " + join(with_accesses)) +
+                      ")");
+  if (with_accesses.empty()) throw SpecError("nothing to plot: the selection has no accesses");
+  return options.tensors.empty() ? with_accesses : options.tensors;
+}
+
+void check_rank(const std::vector<PlotPanel>& panels, const std::string& rank) {
+  std::vector<std::string> ranks;
+  for (const auto& p : panels) {
+    if (p.rank >= 0) return;
+    for (const auto& r : p.ranks)
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+  }
+  throw SpecError("--rank '" + rank + "': none of the plotted tensors has that rank (their ranks: " +
+                  join(ranks) + ")");
+}
+
+void check_memory_level(const TraceSummary& summary, const std::vector<PlotPanel>& panels,
+                        const std::string& level) {
+  std::vector<std::string> plotted, levels;
+  for (const auto& p : panels) plotted.push_back(p.tensor);
+  for (const auto& l : summary.tile_windows) {
+    std::vector<std::string> held;
+    for (const auto& t : l.tensors) {
+      held.push_back(t.tensor);
+      if (l.level == level && std::find(plotted.begin(), plotted.end(), t.tensor) != plotted.end())
+        return;
+    }
+    levels.push_back(l.level + " (" + join(held) + ")");
+  }
+  throw SpecError("--memory-level '" + level + "' holds none of the plotted tensors (" +
+                  join(plotted) + "); memory levels: " + join(levels));
+}
+
+class PlotBuilder {
+ public:
+  PlotBuilder(const Schedule& s, const TraceOptions& options, const PlotOptions& plot)
+      : schedule_(s), plot_(plot) {
+    const TraceSummary summary = summarize(s, options);
+    const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
+    data_.window = selection.window;
+    data_.truncated = selection.truncated;
+    data_.n_timesteps = s.n_timesteps;
+    data_.memory_level = plot.memory_level;
+    make_panels(panel_tensors(summary, options));
+    if (!plot.rank.empty()) check_rank(data_.panels, plot.rank);
+    if (!plot.memory_level.empty()) check_memory_level(summary, data_.panels, plot.memory_level);
+    route_traces(summary);
+    if (data_.raster) make_rasters();
+    for (const auto& p : data_.panels)
+      trackers_.emplace_back(plot.memory_level.empty()
+                                 ? std::vector<TimeRange>{}
+                                 : summary.tile_lifetime(plot.memory_level, p.tensor));
+  }
+
+  PlotData run(const TraceOptions& options) {
+    AccessStream stream(schedule_, options);
+    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch())
+      for (const AccessRecord& r : batch) add(r);
+    for (std::size_t p = 0; p < trackers_.size(); ++p)
+      trackers_[p].finish([&](const WindowTracker::Closed& w) { close_window(p, w); });
+    if (!data_.raster) name_series();
+    return std::move(data_);
+  }
+
+ private:
+  struct Route {
+    int panel = -1;
+    std::uint32_t series = 0;  // raw: einsum * 2 + is_output, or is_output
+    YMap y;
+  };
+
+  void make_panels(const std::vector<std::string>& tensors) {
+    for (const auto& name : tensors) {
+      const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.find_tensor(name))];
+      PlotPanel p;
+      p.tensor = name, p.ranks = info.ranks, p.shape = info.shape, p.y_size = info.size;
+      auto r = std::find(info.ranks.begin(), info.ranks.end(), plot_.rank);
+      if (!plot_.rank.empty() && r != info.ranks.end()) {
+        p.rank = int(r - info.ranks.begin());
+        p.y_size = info.shape[std::size_t(p.rank)];
+      }
+      data_.panels.push_back(std::move(p));
+    }
+  }
+
+  // Which panel and series each trace feeds; decides points or rasters from the counts.
+  void route_traces(const TraceSummary& summary) {
+    routes_.resize(schedule_.traces.size());
+    std::int64_t plotted = 0;
+    for (const auto& count : summary.traces) {
+      const TraceInfo& t = schedule_.traces[std::size_t(count.trace)];
+      Route& route = routes_[std::size_t(count.trace)];
+      for (std::size_t p = 0; p < data_.panels.size(); ++p)
+        if (data_.panels[p].tensor == t.tensor) route.panel = int(p);
+      if (route.panel < 0) continue;
+      plotted += count.n_accesses;
+      route.series = plot_.color_by == PlotColor::einsum ? std::uint32_t(t.einsum_index * 2 + t.is_output)
+                                                        : std::uint32_t(t.is_output);
+      const PlotPanel& panel = data_.panels[std::size_t(route.panel)];
+      if (panel.rank >= 0) {
+        const TensorInfo& info = schedule_.tensors[std::size_t(t.tensor_index)];
+        route.y = {info.strides[std::size_t(panel.rank)], panel.y_size};
+      }
+    }
+    data_.raster = plotted > plot_.max_points;
+  }
+
+  void make_rasters() {
+    const std::int64_t length = data_.window.to - data_.window.from;
+    for (auto& p : data_.panels) {
+      DensityRaster& d = p.density;
+      d.columns = std::max<std::int64_t>(1, std::min(length, plot_.raster_columns));
+      d.rows = std::max<std::int64_t>(1, std::min(p.y_size, plot_.raster_rows));
+      d.counts.assign(std::size_t(d.columns * d.rows), 0);
+      if (!plot_.memory_level.empty()) d.tiles.assign(d.counts.size(), 0);
+    }
+  }
+
+  std::int64_t column(const DensityRaster& d, std::int64_t t) const {
+    const std::int64_t length = data_.window.to - data_.window.from;
+    return std::int64_t((__int128(t - data_.window.from) * d.columns) / length);
+  }
+  static std::int64_t row(const DensityRaster& d, std::int64_t y, std::int64_t y_size) {
+    return std::int64_t((__int128(y) * d.rows) / y_size);
+  }
+
+  void add(const AccessRecord& r) {
+    const Route& route = routes_[r.trace];
+    if (route.panel < 0) return;
+    const auto p = std::size_t(route.panel);
+    PlotPanel& panel = data_.panels[p];
+    const std::int64_t y = route.y(r.element);
+    std::int64_t key = y;
+    if (data_.raster) {
+      DensityRaster& d = panel.density;
+      key = row(d, y, panel.y_size);
+      std::uint32_t& cell = d.counts[std::size_t(key * d.columns + column(d, r.timestep))];
+      if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;
+    } else {
+      panel.points.push_back({r.timestep, y, route.series});
+    }
+    trackers_[p].touch(r.timestep, key, [&](const WindowTracker::Closed& w) { close_window(p, w); });
+  }
+
+  // A window ended: its block in point mode, its cells in raster mode (keys are rows).
+  void close_window(std::size_t p, const WindowTracker::Closed& w) {
+    PlotPanel& panel = data_.panels[p];
+    ++panel.n_blocks;
+    if (!data_.raster) {
+      panel.blocks.push_back({w.first, w.last + 1, runs_of(w.keys)});
+      return;
+    }
+    DensityRaster& d = panel.density;
+    const std::int64_t c0 = column(d, w.first), c1 = column(d, w.last);
+    for (std::int64_t rw : w.keys)
+      std::fill(d.tiles.begin() + rw * d.columns + c0, d.tiles.begin() + rw * d.columns + c1 + 1, 1);
+  }
+
+  // Keeps the series that have points, in Einsum order, reads before writes.
+  void name_series() {
+    std::map<std::uint32_t, std::uint32_t> used;
+    for (auto& panel : data_.panels) {
+      std::sort(panel.points.begin(), panel.points.end(), [](const PlotPoint& a, const PlotPoint& b) {
+        return std::tie(a.series, a.timestep, a.y) < std::tie(b.series, b.timestep, b.y);
+      });
+      panel.points.erase(std::unique(panel.points.begin(), panel.points.end()), panel.points.end());
+      for (const auto& pt : panel.points) used[pt.series] = 0;
+    }
+    for (auto& [raw, index] : used) {
+      index = std::uint32_t(data_.series.size());
+      const bool write = raw % 2 == 1;
+      PlotSeries s;
+      s.is_output = write;
+      if (plot_.color_by == PlotColor::einsum) {
+        s.label = schedule_.einsums[raw / 2] + (write ? " write" : " read");
+        s.color = kPalette[(raw / 2) % std::size(kPalette)];
+      } else {
+        s.label = write ? "write" : "read";
+        s.color = write ? "#e15759" : "#4e79a7";
+      }
+      data_.series.push_back(std::move(s));
+    }
+    for (auto& panel : data_.panels)
+      for (auto& pt : panel.points) pt.series = used[pt.series];
+  }
+
+  const Schedule& schedule_;
+  const PlotOptions& plot_;
+  PlotData data_;
+  std::vector<Route> routes_;
+  std::vector<WindowTracker> trackers_;
+};
+
+}  // namespace
+
+PlotData build_plot(const Schedule& schedule, const TraceOptions& options, const PlotOptions& plot) {
+  return PlotBuilder(schedule, options, plot).run(options);
+}
+
+}  // namespace looptrace

@@ -1,0 +1,356 @@
+// The picture as SVG: a legend, then one panel per tensor on a shared time axis. Points
+// of one series share one path and raster cells of one shade share one path, so the
+// file grows with the distinct marks drawn, never with the trace.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+#include <utility>
+
+#include "looptrace/sinks/plot.hpp"
+
+namespace looptrace {
+
+namespace {
+
+constexpr const char* kShades[] = {"#deebf7", "#c6dbef", "#9ecae1", "#6baed6",
+                                   "#4292c6", "#2171b5", "#08519c", "#08306b"};
+constexpr int kShadeCount = 8;
+constexpr const char* kTileFill = "#fdd49e";
+constexpr const char* kTileStroke = "#e6550d";
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  std::string s = buf;
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  return s == "-0" ? "0" : s;
+}
+
+// A count of tenths as a decimal: 25 -> "2.5", -30 -> "-3".
+std::string tenths(std::int64_t v) {
+  char buf[32];
+  const long long a = v < 0 ? -v : v;
+  if (a % 10 == 0) std::snprintf(buf, sizeof buf, "%s%lld", v < 0 ? "-" : "", a / 10);
+  else std::snprintf(buf, sizeof buf, "%s%lld.%lld", v < 0 ? "-" : "", a / 10, a % 10);
+  return buf;
+}
+
+std::string xml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// About `target` round integer ticks (1, 2, 5 x 10^k apart) in [lo, hi].
+std::vector<std::int64_t> ticks(std::int64_t lo, std::int64_t hi, int target) {
+  if (hi <= lo) return {lo};
+  const double raw = double(hi - lo) / target;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * magnitude >= raw) { step = m * magnitude; break; }
+  const auto s = std::max<std::int64_t>(1, std::int64_t(step));
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = (lo + s - 1) / s * s; v <= hi; v += s) out.push_back(v);
+  return out;
+}
+
+// Path data, appended piece by piece: commands and numbers.
+void path(std::string& d, std::initializer_list<std::pair<char, double>> steps) {
+  for (const auto& [command, value] : steps) {
+    if (command != ' ') d += command;
+    else d += ' ';
+    d += num(value);
+  }
+}
+
+// A rectangle as compact path data.
+void box(std::string& d, double x0, double y0, double x1, double y1) {
+  path(d, {{'M', x0}, {' ', y0}, {'h', x1 - x0}, {'v', y1 - y0}, {'h', x0 - x1}});
+  d += 'z';
+}
+
+// Reads are squares, writes triangles, so identity never rests on colour alone.
+void marker(std::string& d, bool write, double x, double y, double size) {
+  const double h = size / 2;
+  if (!write) return box(d, x - h, y - h, x + h, y + h);
+  path(d, {{'M', x}, {' ', y - h}, {'l', h}, {' ', size}, {'h', -size}});
+  d += 'z';
+}
+
+// Where things go, in pixels: the legend on top, then the panels, then the time axis.
+struct Layout {
+  double width = 0, left = 90, right = 24, plot_width = 0;
+  double panel_height = 0, title_height = 22, gap = 16;
+  double top_of_panels = 0;
+
+  Layout() = default;
+  Layout(const PlotOptions& o, double legend_height)
+      : width(o.width), plot_width(o.width - left - right), panel_height(o.panel_height),
+        top_of_panels(10 + legend_height) {}
+  double panel_top(std::size_t i) const {
+    return top_of_panels + title_height + double(i) * (title_height + panel_height + gap);
+  }
+  double bottom(std::size_t panels) const { return panel_top(panels) - title_height - gap; }
+};
+
+struct LegendEntry {
+  std::string swatch, label;
+  double swatch_width = 14;
+};
+
+class SvgPicture {
+ public:
+  SvgPicture(const PlotData& data, const PlotOptions& options) : d_(data), o_(options) {}
+
+  std::string render() {
+    const std::string legend = legend_group();
+    layout_ = Layout(o_, legend_height_);
+    const double height = layout_.bottom(d_.panels.size()) + 60;
+    out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(layout_.width) +
+            "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(layout_.width) + " " +
+            num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+    out_ += "<rect class=\"background\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+    out_ += legend;
+    for (std::size_t i = 0; i < d_.panels.size(); ++i) panel(i);
+    x_axis();
+    out_ += "</svg>\n";
+    return std::move(out_);
+  }
+
+ private:
+  double x_of(double t) const {
+    const double length = double(d_.window.to - d_.window.from);
+    return layout_.left + (t - double(d_.window.from)) / length * layout_.plot_width;
+  }
+  double y_of(const PlotPanel& p, double top, double y) const {
+    return top + layout_.panel_height - y / double(p.y_size) * layout_.panel_height;
+  }
+
+  // Exactly what is drawn: the series with points, the density scale, the tiles.
+  std::vector<LegendEntry> legend_entries() const {
+    std::vector<LegendEntry> entries;
+    for (const auto& s : d_.series) {
+      std::string d;
+      marker(d, s.is_output, 7, 0, 9);
+      entries.push_back({"<path d=\"" + d + "\" fill=\"" + s.color + "\"/>", s.label});
+    }
+    if (d_.raster) {
+      std::string swatch;
+      for (int k = 0; k < kShadeCount; ++k)
+        swatch += "<rect x=\"" + num(k * 4) + "\" y=\"-5\" width=\"4\" height=\"10\" fill=\"" +
+                  kShades[k] + "\"/>";
+      entries.push_back({swatch, "accesses per cell (1 to " + std::to_string(max_count()) + ")", 32});
+    }
+    if (!d_.memory_level.empty())
+      entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +
+                             kTileFill + "\" stroke=\"" + kTileStroke + "\"/>",
+                         d_.memory_level + " tile (live span)"});
+    return entries;
+  }
+
+  // Entries in a row, wrapped at the picture's width; text is ~7 px per character.
+  std::string legend_group() {
+    std::string out = "<g class=\"legend\">\n";
+    double x = 90, y = 20;
+    for (const auto& e : legend_entries()) {
+      const double w = e.swatch_width + 36 + 7.0 * double(e.label.size());
+      if (x + w > o_.width - 10 && x > 90) x = 90, y += 20;
+      out += "<g class=\"legend-entry\" transform=\"translate(" + num(x) + " " + num(y) + ")\">" +
+             e.swatch + "<text x=\"" + num(e.swatch_width + 6) + "\" y=\"4\">" + xml(e.label) +
+             "</text></g>\n";
+      x += w;
+    }
+    legend_height_ = y + 10;
+    return out + "</g>\n";
+  }
+
+  std::uint32_t max_count() const {
+    std::uint32_t m = 1;
+    for (const auto& p : d_.panels)
+      for (std::uint32_t c : p.density.counts) m = std::max(m, c);
+    return m;
+  }
+
+  void panel(std::size_t i) {
+    const PlotPanel& p = d_.panels[i];
+    const double top = layout_.panel_top(i), left = layout_.left;
+    out_ += "<g class=\"panel\" data-tensor=\"" + xml(p.tensor) + "\">\n";
+    out_ += "<text class=\"title\" x=\"" + num(left) + "\" y=\"" + num(top - 7) +
+            "\" font-weight=\"bold\">" + xml(p.title()) + "</text>\n";
+    if (d_.raster) raster(p, top);
+    else tiles(p, top), points(p, top);
+    out_ += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" +
+            num(layout_.plot_width) + "\" height=\"" + num(layout_.panel_height) +
+            "\" fill=\"none\" stroke=\"#444\"/>\n";
+    y_ticks(p, top);
+    x_ticks(top + layout_.panel_height);
+    const double mid = top + layout_.panel_height / 2;
+    out_ += "<text class=\"ylabel\" x=\"" + num(left - 58) + "\" y=\"" + num(mid) +
+            "\" text-anchor=\"middle\" transform=\"rotate(-90 " + num(left - 58) + " " + num(mid) +
+            ")\">" + xml(p.y_label()) + "</text>\n";
+    out_ += "</g>\n";
+  }
+
+  // Marks only: the numbers go once, under the last panel.
+  void x_ticks(double bottom) {
+    std::string d;
+    for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8))
+      path(d, {{'M', x_of(double(t) + 0.5)}, {' ', bottom}, {'v', 4}});
+    out_ += "<path class=\"xticks\" d=\"" + d + "\" stroke=\"#444\"/>\n";
+  }
+
+  void y_ticks(const PlotPanel& p, double top) {
+    const double left = layout_.left;
+    for (std::int64_t y : ticks(0, p.y_size - 1, 4)) {
+      const double py = y_of(p, top, double(y) + 0.5);
+      out_ += "<path d=\"M" + num(left) + " " + num(py) + "h-4\" stroke=\"#444\"/><text x=\"" +
+              num(left - 7) + "\" y=\"" + num(py + 4) + "\" text-anchor=\"end\">" +
+              std::to_string(y) + "</text>\n";
+    }
+  }
+
+  // Point mode: one group per tile, one rectangle per run of touched y.
+  void tiles(const PlotPanel& p, double top) {
+    if (d_.memory_level.empty()) return;
+    out_ += "<g class=\"tiles\" data-level=\"" + xml(d_.memory_level) + "\" fill=\"" + kTileFill +
+            "\" fill-opacity=\"0.7\" stroke=\"" + kTileStroke + "\" stroke-width=\"0.6\">\n";
+    for (const auto& b : p.blocks) {
+      out_ += "<g class=\"tile\" data-from=\"" + std::to_string(b.from) + "\" data-to=\"" +
+              std::to_string(b.to) + "\"><path d=\"";
+      for (const auto& run : b.runs)
+        box(out_, x_of(double(b.from)), y_of(p, top, double(run.hi)), x_of(double(b.to)),
+            y_of(p, top, double(run.lo)));
+      out_ += "\"/></g>\n";
+    }
+    out_ += "</g>\n";
+  }
+
+  // Markers snap to tenths of a pixel and repeats are dropped (long traces put many
+  // timesteps in one pixel column); each is placed relative to the previous one to keep
+  // the path short. Reads are squares (one stroked segment), writes filled triangles.
+  void points(const PlotPanel& p, double top) {
+    const double length = double(d_.window.to - d_.window.from);
+    const double cell = std::min(layout_.plot_width / length, layout_.panel_height / double(p.y_size));
+    const std::int64_t size = std::llround(std::clamp(cell * 0.8, 1.5, 8.0) * 10);
+    for (std::size_t first = 0; first < p.points.size();) {
+      const std::uint32_t s = p.points[first].series;
+      const PlotSeries& series = d_.series[s];
+      std::vector<std::pair<std::int64_t, std::int64_t>> at;  // tenths of a pixel
+      for (; first < p.points.size() && p.points[first].series == s; ++first)
+        at.emplace_back(std::llround(x_of(double(p.points[first].timestep) + 0.5) * 10),
+                        std::llround(y_of(p, top, double(p.points[first].y) + 0.5) * 10));
+      std::sort(at.begin(), at.end());
+      at.erase(std::unique(at.begin(), at.end()), at.end());
+      out_ += "<path class=\"points\" data-series=\"" + xml(series.label) + "\" " +
+              (series.is_output ? "fill=\"" + series.color + "\""
+                                : "fill=\"none\" stroke=\"" + series.color + "\" stroke-width=\"" +
+                                      tenths(size) + "\"") +
+              " d=\"";
+      markers(at, series.is_output, size);
+      out_ += "\"/>\n";
+    }
+  }
+
+  void markers(const std::vector<std::pair<std::int64_t, std::int64_t>>& at, bool write,
+               std::int64_t size) {
+    // The triangle's outline, and the square's segment, once for all markers.
+    const std::string shape = write ? "l" + tenths(size / 2) + " " + tenths(size) + "h" + tenths(-size) + "z"
+                                    : "h" + tenths(size);
+    std::int64_t cx = 0, cy = 0;  // the current point after the previous marker
+    bool first = true;
+    for (const auto& [x, y] : at) {
+      const std::int64_t sx = write ? x : x - size / 2, sy = write ? y - size / 2 : y;
+      out_ += first ? 'M' : 'm';
+      out_ += tenths(first ? sx : sx - cx);
+      out_ += ' ';
+      out_ += tenths(first ? sy : sy - cy);
+      out_ += shape;
+      first = false;
+      cx = write ? sx : sx + size, cy = sy;  // 'z' returns to the start; 'h' moves right
+    }
+  }
+
+  // Raster mode: tiles then density cells, each as runs of equal cells along a row.
+  void raster(const PlotPanel& p, double top) {
+    const DensityRaster& r = p.density;
+    const double log_max = std::log(double(max_count()));
+    auto shade = [&](std::size_t cell) {
+      const std::uint32_t c = r.counts[cell];
+      if (c == 0) return -1;
+      if (log_max <= 0) return kShadeCount - 1;
+      return int(std::lround(std::log(double(c)) / log_max * (kShadeCount - 1)));
+    };
+    if (!r.tiles.empty())
+      out_ += "<path class=\"tile-cover\" fill=\"" + std::string(kTileFill) + "\" d=\"" +
+              runs(p, top, [&](std::size_t cell) { return r.tiles[cell] ? 0 : -1; }, 0) + "\"/>\n";
+    for (int k = 0; k < kShadeCount; ++k) {
+      std::string d = runs(p, top, shade, k);
+      if (!d.empty())
+        out_ += "<path class=\"density\" data-shade=\"" + std::to_string(k) + "\" fill=\"" +
+                kShades[k] + "\" d=\"" + d + "\"/>\n";
+    }
+  }
+
+  template <class Level>
+  std::string runs(const PlotPanel& p, double top, Level&& level, int wanted) const {
+    const DensityRaster& r = p.density;
+    std::string d;
+    auto x_at = [&](std::int64_t c) {
+      return layout_.left + double(c) / double(r.columns) * layout_.plot_width;
+    };
+    auto y_at = [&](std::int64_t row) {
+      return top + layout_.panel_height - double(row) / double(r.rows) * layout_.panel_height;
+    };
+    for (std::int64_t row = 0; row < r.rows; ++row)
+      for (std::int64_t c = 0; c < r.columns;) {
+        if (level(std::size_t(row * r.columns + c)) != wanted) {
+          ++c;
+          continue;
+        }
+        std::int64_t end = c + 1;
+        while (end < r.columns && level(std::size_t(row * r.columns + end)) == wanted) ++end;
+        box(d, x_at(c), y_at(row + 1), x_at(end), y_at(row));
+        c = end;
+      }
+    return d;
+  }
+
+  void x_axis() {
+    const double bottom = layout_.bottom(d_.panels.size());
+    out_ += "<g class=\"xaxis\">\n";
+    for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8))
+      out_ += "<text x=\"" + num(x_of(double(t) + 0.5)) + "\" y=\"" + num(bottom + 17) +
+              "\" text-anchor=\"middle\">" + std::to_string(t) + "</text>\n";
+    out_ += "<text class=\"xlabel\" x=\"" + num(layout_.left + layout_.plot_width / 2) +
+            "\" y=\"" + num(bottom + 36) + "\" text-anchor=\"middle\">Timestep</text>\n";
+    if (d_.truncated)
+      out_ += "<text class=\"note\" x=\"" + num(layout_.left) + "\" y=\"" + num(bottom + 54) +
+              "\" fill=\"#a33\">truncated: timesteps [" + std::to_string(d_.window.from) + ", " +
+              std::to_string(d_.window.to) + ") of " + std::to_string(d_.n_timesteps) + "</text>\n";
+    out_ += "</g>\n";
+  }
+
+  const PlotData& d_;
+  const PlotOptions& o_;
+  Layout layout_;
+  double legend_height_ = 0;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_svg(const PlotData& data, const PlotOptions& options) {
+  return SvgPicture(data, options).render();
+}
+
+}  // namespace looptrace
