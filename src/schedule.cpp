@@ -317,6 +317,37 @@ struct Compiler {
                                                      e.accesses[i].tensor + "' twice");
   }
 
+  // Leaves compute element ids as constant + sum of coefficient * coordinate, folding
+  // each rank's stride into the coefficients; every such product and partial sum must
+  // fit in 64 bits (a huge coefficient on a variable of extent 1 can make the folded
+  // coefficient overflow though every element id fits).
+  void check_element_arithmetic() const {
+    using Wide = __int128;
+    for (const auto& leaf : out.leaves)
+      for (std::size_t k = 0; k < leaf.tensors.size(); ++k) {
+        const LeafTensor& lt = leaf.tensors[k];
+        const TensorInfo& info = out.tensors[std::size_t(lt.tensor)];
+        Wide total = 0;
+        bool overflow = false;
+        auto add = [&](std::int64_t coefficient, std::int64_t stride, std::int64_t span) {
+          Wide term;
+          const Wide c = coefficient < 0 ? -Wide(coefficient) : Wide(coefficient);
+          overflow = overflow || __builtin_mul_overflow(c, Wide(stride), &term) ||
+                     __builtin_mul_overflow(term, Wide(span), &term) ||
+                     __builtin_add_overflow(total, term, &total) || total > kMax;
+        };
+        for (std::size_t r = 0; r < lt.coefficients.size(); ++r) {
+          add(lt.constants[r], info.strides[r], 1);
+          for (std::size_t v = 0; v < lt.coefficients[r].size(); ++v)
+            add(lt.coefficients[r][v], info.strides[r], std::max<std::int64_t>(leaf.extent[v], 1));
+        }
+        if (overflow)
+          throw SpecError(leaf.where, "the element ids of tensor '" + info.name + "' in Einsum '" +
+                                          leaf.einsum + "' overflow 64 bits (a projection "
+                                          "coefficient or constant is too large for its tensor)");
+      }
+  }
+
   // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
   static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
                                   std::int64_t lo, std::int64_t hi) {
@@ -325,8 +356,13 @@ struct Compiler {
     const LoopLevel& l = *chain[k];
     std::int64_t best = -1;
     // Later tiles start later; the last two non-empty ones bound every other.
+    // Tiles starting at or past `hi - lo` are empty; skip them in O(1), not one by one
+    // (an inner loop under a far larger tile can have ~2^61 of them).
+    std::int64_t last = l.count - 1;
+    if (hi - lo <= l.initial_tile_shape) last = 0;
+    else last = std::min(last, 1 + (hi - lo - l.initial_tile_shape - 1) / l.tile_shape);
     int tried = 0;
-    for (std::int64_t j = l.count - 1; j >= 0 && tried < 2; --j) {
+    for (std::int64_t j = last; j >= 0 && tried < 2; --j) {
       std::int64_t start = j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape;
       std::int64_t end = j == 0 ? l.initial_tile_shape : start + l.tile_shape;
       std::int64_t a = lo + start, b = std::min(hi, lo + end);
@@ -383,12 +419,18 @@ struct Compiler {
           for (const auto& [var, coef] : a.projection[r].terms) {
             std::size_t v = std::find(box.variables.begin(), box.variables.end(), var) -
                             box.variables.begin();
+            // |coef * top| < 2^124, but a sum of many such terms can pass 2^127.
             Wide top = box.extent[v] - 1;
-            (coef > 0 ? hi : lo) += Wide(coef) * top;
+            bool overflow = __builtin_add_overflow(coef > 0 ? hi : lo, Wide(coef) * top, coef > 0 ? &hi : &lo);
             if (seen != visited.end()) {
               Wide vtop = seen->second[v];
-              (coef > 0 ? reach : reach_lo) += Wide(coef) * vtop;
+              overflow |= __builtin_add_overflow(coef > 0 ? reach : reach_lo, Wide(coef) * vtop,
+                                                 coef > 0 ? &reach : &reach_lo);
             }
+            if (overflow)
+              throw SpecError(a.where, "the projection of tensor '" + tensor.name + "' along rank '" +
+                                           a.ranks[r] + "' (" + a.projection[r].str() +
+                                           ") overflows 128-bit arithmetic in Einsum '" + e.name + "'");
           }
           if (lo < 0 || (seen != visited.end() && reach_lo < 0))
             throw SpecError(a.where, "the projection of tensor '" + tensor.name + "' along rank '" +
@@ -408,13 +450,14 @@ struct Compiler {
     tensor.shape.clear();
     Wide size = 1;
     for (std::size_t r = 0; r < nominal_hi.size(); ++r) {
-      Wide extent = std::max(nominal_hi[r], reached_hi[r]) + 1;
-      if (extent <= 0)
+      const Wide top = std::max(nominal_hi[r], reached_hi[r]);
+      if (top < 0)
         throw SpecError(naming->where, "tensor '" + tensor.name + "' is empty along rank '" +
                                            tensor.ranks[r] + "'");
+      const Wide extent = std::min(top, Wide(kMax)) + 1;  // extent > kMax fails below
       size *= extent;
-      if (size > kMax) throw SpecError(naming->where, "tensor '" + tensor.name +
-                                                          "' has more than 2^63 elements");
+      if (size > kMax)
+        throw SpecError(naming->where, "tensor '" + tensor.name + "' has more than 2^63 elements");
       tensor.shape.push_back(std::int64_t(extent));
     }
     tensor.size = std::int64_t(size);
@@ -434,6 +477,7 @@ Schedule compile_schedule(const Spec& spec) {
   c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);
   c.build(spec.mapping.root, {});
   c.compute_shapes();
+  c.check_element_arithmetic();
   return std::move(c.out);
 }
 

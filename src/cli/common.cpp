@@ -19,6 +19,26 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+// CLI11 saturates an out-of-range integer to the type's limit; refuse it instead.
+// `is_signed` false also refuses a minus sign (CLI11 wraps "-1" for an unsigned seed).
+CLI::Validator whole_number(bool is_signed) {
+  return CLI::Validator(
+      [is_signed](std::string& text) -> std::string {
+        const std::string limit = is_signed ? "9223372036854775807" : "18446744073709551615";
+        try {
+          std::size_t used = 0;
+          if (is_signed) std::stoll(text, &used, 10);
+          else if (text.find('-') == std::string::npos) std::stoull(text, &used, 10);
+          if (used == text.size() && used > 0) return {};
+        } catch (const std::out_of_range&) {
+          return "'" + text + "' is larger than " + limit;
+        } catch (const std::exception&) {
+        }
+        return "'" + text + "' is not a whole number" + (is_signed ? "" : " from 0 to " + limit);
+      },
+      is_signed ? "INT" : "UINT");
+}
+
 }  // namespace
 
 void CommonArgs::add_to(CLI::App& app, bool with_selection) {
@@ -31,19 +51,26 @@ void CommonArgs::add_to(CLI::App& app, bool with_selection) {
   app.add_option("--max-tile-points", options.max_tile_points,
                  "Refuse a timestep whose tile holds more points than this")
       ->capture_default_str()
+      ->check(whole_number(true))
       ->check(CLI::PositiveNumber);
   if (!with_selection) return;
   app.add_option("--max-timesteps", options.max_timesteps,
                  "Only the first N timesteps (the exact prefix)")
+      ->check(whole_number(true))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--from", options.from, "Start of the timestep window [from, to)")
+      ->check(whole_number(true))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--to", options.to, "End of the timestep window [from, to)")
+      ->check(whole_number(true))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--sample-timesteps", options.sample_timesteps,
                  "K distinct timesteps of the window, chosen uniformly, in time order")
+      ->check(whole_number(true))
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", options.seed, "Seed for --sample-timesteps")->capture_default_str();
+  app.add_option("--seed", options.seed, "Seed for --sample-timesteps")
+      ->capture_default_str()
+      ->check(whole_number(false));
   app.add_option("--shard", shard, "Shard I/N: the I-th of N nearly equal contiguous timestep ranges");
 }
 
@@ -75,7 +102,16 @@ Schedule CommonArgs::load() {
     std::size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0)
       throw SpecError("-D takes KEY=VALUE, not '" + d + "'");
-    vars[d.substr(0, eq)] = jinja_value_from_text(d.substr(eq + 1));
+    JinjaValue value = jinja_value_from_text(d.substr(eq + 1));
+    // Digits that did not become an integer overflowed: say so, rather than let the
+    // template see a string.
+    const std::string text = d.substr(eq + 1);
+    const std::size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+');
+    if (std::holds_alternative<std::string>(value) && text.size() > sign &&
+        text.find_first_not_of("0123456789", sign) == std::string::npos)
+      throw SpecError("-D " + d.substr(0, eq) + "=" + text + ": the integer does not fit in 64 bits (" +
+                      "-9223372036854775808 to 9223372036854775807)");
+    vars[d.substr(0, eq)] = std::move(value);
   }
   return compile_schedule(load_spec(files, vars));
 }

@@ -15,7 +15,9 @@ namespace {
 
 constexpr int kMaxNesting = 100;               // block nesting and parentheses
 constexpr int kMaxExprDepth = 1000;            // expression tree depth (eval recursion)
-constexpr std::size_t kMaxOutput = 256u << 20;  // rendered bytes
+// Rendered bytes. yaml-cpp spends a few hundred bytes a node, and "[1,1,...]" is a
+// node every two bytes: 8 MiB of YAML can take ~1 GiB to load. Real specs are kilobytes.
+constexpr std::size_t kMaxOutput = 8u << 20;
 constexpr std::size_t kMaxString = 16u << 20;   // one string value
 
 // A problem inside a tag; the renderer adds the tag's location.
@@ -799,7 +801,7 @@ class Renderer {
   // Appends text; `line` is the template line of its first character, advancing at
   // each newline when the text is template text (not a value).
   void emit(std::string_view text, int line, bool advance) {
-    if (result_.text.size() + text.size() > kMaxOutput) throw TagProblem("rendered output too large");
+    if (result_.text.size() + text.size() > kMaxOutput) throw TagProblem("the rendered file is larger than 8 MiB");
     for (char c : text) {
       if (at_line_start_) result_.source_line.push_back(line);
       at_line_start_ = false;

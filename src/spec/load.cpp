@@ -1,5 +1,6 @@
 #include "looptrace/spec/load.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -61,10 +62,15 @@ std::string join(std::initializer_list<const char*> words) {
   return out;
 }
 
+// YAML aliases can repeat a subtree many times over ("billion laughs"); reading stops
+// after this many mapping nodes, far more than any real mapping has.
+constexpr std::size_t kMaxMappingNodes = 100'000;
+
 // One file being read: turns yaml-cpp marks into locations in the file the user wrote.
 struct Reader {
   std::string file;
   RenderedTemplate rendered;
+  mutable std::size_t mapping_nodes = 0;  // read so far, against kMaxMappingNodes
 
   SourceLocation at(const YAML::Node& node) const { return at(node.Mark()); }
   SourceLocation at(const YAML::Mark& mark) const {
@@ -82,11 +88,30 @@ struct Reader {
     if (!node.IsSequence()) fail(node, what + " must be a list");
   }
 
-  // Every key of `node` must be in `used` or `ignored`.
+  // The text of a key, which must be a single value.
+  std::string key(const YAML::Node& k, const std::string& what) const {
+    if (!k.IsScalar()) fail(k, "a key in " + what + " must be a single value, not a list or mapping");
+    return k.Scalar();
+  }
+
+  // yaml-cpp keeps both entries of a repeated key and node["k"] finds the first; a
+  // repeated key is an error rather than a silently ignored value.
+  void check_unique_keys(const YAML::Node& node, const std::string& what) const {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      auto [it, fresh] = seen.emplace(key(kv.first, what), kv.first.Mark());
+      if (!fresh)
+        fail(kv.first, "key '" + it->first + "' appears twice in " + what + " (first at line " +
+                           std::to_string(at(it->second).line) + ")");
+    }
+  }
+
+  // Every key of `node` must be in `used` or `ignored`, and appear once.
   void check_keys(const YAML::Node& node, const std::string& what,
                   std::initializer_list<const char*> used,
                   std::initializer_list<const char*> ignored = {}) const {
     expect_map(node, what);
+    check_unique_keys(node, what);
     for (const auto& kv : node) {
       std::string key = kv.first.Scalar();
       auto is = [&](const char* k) { return key == k; };
@@ -109,6 +134,8 @@ struct Reader {
       std::size_t used = 0;
       long long v = std::stoll(text, &used, 10);
       if (used == text.size()) return v;
+    } catch (const std::out_of_range&) {
+      fail(node, what + " must be an integer below 2^63, not '" + text + "'");
     } catch (const std::exception&) {
     }
     fail(node, what + " must be an integer, not '" + text + "'");
@@ -166,6 +193,7 @@ std::vector<Constraint> read_constraints(const Reader& in, const YAML::Node& nod
   if (node.IsSequence()) {
     for (const auto& c : node) out.push_back(in.constraint(c, what));
   } else if (node.IsMap()) {
+    in.check_unique_keys(node, "iteration_space_shape");
     for (const auto& kv : node) out.push_back(in.constraint(kv.second, what));
   } else if (!node.IsNull()) {
     in.fail(node, what + " must be a list of constraints or a mapping of rank variable to "
@@ -178,6 +206,7 @@ std::map<std::string, std::int64_t> read_rank_sizes(const Reader& in, const YAML
   std::map<std::string, std::int64_t> out;
   if (node.IsNull()) return out;
   in.expect_map(node, "rank_sizes");
+  in.check_unique_keys(node, "rank_sizes");
   for (const auto& kv : node) {
     std::int64_t size = in.integer(kv.second, "rank size of '" + kv.first.Scalar() + "'");
     if (size <= 0)
@@ -208,6 +237,7 @@ TensorAccess read_tensor_access(const Reader& in, const YAML::Node& node) {
       access.projection.push_back(std::move(e));
     }
   } else if (projection.IsMap()) {
+    in.check_unique_keys(projection, "the projection of tensor '" + access.tensor + "'");
     for (const auto& kv : projection) {
       access.ranks.push_back(kv.first.Scalar());
       access.projection.push_back(in.affine(kv.second, "projection of rank '" + kv.first.Scalar() + "'"));
@@ -320,6 +350,9 @@ void read_loop(const Reader& in, const YAML::Node& node, MappingNode& out) {
 
 MappingNode read_node(const Reader& in, const YAML::Node& node, int depth) {
   if (depth > 200) in.fail(node, "the mapping is nested more than 200 levels deep");
+  if (++in.mapping_nodes > kMaxMappingNodes)
+    in.fail(node, "the mapping has more than " + std::to_string(kMaxMappingNodes) +
+                      " nodes (do YAML aliases repeat a subtree?)");
   std::string tag = node.Tag();
   if (tag.empty() || tag == "?" || tag == "!")
     in.fail(node, "a mapping node needs a tag such as !Storage, !Temporal, !Spatial, "
@@ -417,11 +450,15 @@ Spec load_spec_text(const std::vector<std::pair<std::string, std::string>>& sour
     YAML::Node doc;
     try {
       doc = YAML::Load(in.rendered.text);
+    } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
+      throw SpecError(in.at(e.mark), "invalid YAML: lists and mappings nested too deeply (the limit is " +
+                                         std::to_string(e.depth()) + " levels)");
     } catch (const YAML::Exception& e) {
       throw SpecError(in.at(e.mark), "invalid YAML: " + e.msg);
     }
     if (doc.IsNull()) continue;
     in.expect_map(doc, "a spec file");
+    in.check_unique_keys(doc, "a spec file");
     for (const auto& kv : doc) {
       std::string key = kv.first.Scalar();
       if (key == "workload") workload.emplace(&in, kv.second);
@@ -430,12 +467,18 @@ Spec load_spec_text(const std::vector<std::pair<std::string, std::string>>& sour
   }
   if (!workload) throw SpecError("no 'workload:' in the spec files");
   if (!mapping) throw SpecError("no 'mapping:' in the spec files");
+  // Reading only inspects nodes of known kinds, but a yaml-cpp exception must still
+  // come out as bad input in the file it was read from, never as an internal error.
   Spec spec;
   try {
     spec.workload = read_workload(*workload->first, workload->second);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(workload->first->at(e.mark), "invalid YAML: " + e.msg);
+  }
+  try {
     spec.mapping = read_mapping(*mapping->first, mapping->second);
   } catch (const YAML::Exception& e) {
-    throw SpecError(SourceLocation{}, std::string("invalid YAML: ") + e.what());
+    throw SpecError(mapping->first->at(e.mark), "invalid YAML: " + e.msg);
   }
   return spec;
 }

@@ -50,10 +50,15 @@ void propagate(const std::vector<std::string>& vars, const std::vector<Bound>& b
           if (other == var) continue;
           std::size_t k = index(other);
           Wide ext = c > 0 ? hi[k] : lo[k];
-          if (ext >= kInf || ext <= -kInf) { bounded = false; break; }
-          rest += Wide(c) * ext;
+          // Past kInf a bound is "none"; overflow of the 128-bit sum likewise.
+          Wide term;
+          if (ext >= kInf || ext <= -kInf || __builtin_mul_overflow(Wide(c), ext, &term) ||
+              __builtin_add_overflow(rest, term, &rest)) {
+            bounded = false;
+            break;
+          }
         }
-        if (!bounded) continue;
+        if (!bounded || rest >= (Wide(1) << 120) || rest <= -(Wide(1) << 120)) continue;
         std::size_t j = index(var);
         if (coef > 0) {
           Wide v = ceil_div(-rest, coef);
@@ -73,7 +78,12 @@ bool uses_only(const AffineExpr& e, const Einsum& einsum) {
                      [&](const auto& t) { return einsum.has_rank_variable(t.first); });
 }
 
-std::string int128_str(Wide v) { return std::to_string(static_cast<long long>(v)); }
+std::string int128_str(Wide v) {
+  if (v == 0) return "0";
+  std::string digits;
+  for (Wide m = v < 0 ? -v : v; m > 0; m /= 10) digits.insert(digits.begin(), char('0' + int(m % 10)));
+  return v < 0 ? "-" + digits : digits;
+}
 
 }  // namespace
 
@@ -99,8 +109,13 @@ EinsumBox einsum_box(const Workload& workload, const Einsum& einsum) {
         if (size == workload.rank_sizes.end()) continue;
       }
       AffineExpr upper = access.projection[r];  // size - 1 - proj >= 0
-      for (auto& t : upper.terms) t.second = -t.second;
-      upper.constant = size->second - 1 - access.projection[r].constant;
+      bool overflow = __builtin_sub_overflow(size->second - 1, upper.constant, &upper.constant);
+      for (auto& t : upper.terms) overflow |= __builtin_sub_overflow(0, t.second, &t.second);
+      if (overflow)
+        throw SpecError(access.where, "the projection of tensor '" + access.tensor + "' along rank '" +
+                                          access.ranks[r] + "' (" + access.projection[r].str() +
+                                          ") overflows 64 bits against its rank size " +
+                                          std::to_string(size->second));
       bounds.push_back({access.projection[r], &access.where});
       bounds.push_back({upper, &access.where});
     }

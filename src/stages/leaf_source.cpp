@@ -109,11 +109,13 @@ void LeafSource::plan_refreshes() {
     for (std::size_t v = 0; v < var_sets_.size(); ++v)
       if (l == 0 || deepest_level_[v] >= int(l)) level_vars_[l].push_back(int(v));
     for (std::size_t k = 0; k < tensors_.size(); ++k) {
-      bool touched = false;
+      // Level 0 redoes everything, also ranks that read no variable (`K: 2`) and
+      // tensors with no ranks (scalars), whose size is then 1.
+      bool touched = l == 0;
       for (std::size_t r = 0; r < tensors_[k].rank_terms.size(); ++r) {
-        bool moves = false;
+        bool moves = l == 0;
         for (const auto& [v, c] : tensors_[k].rank_terms[r])
-          moves = moves || l == 0 || deepest_level_[v] >= int(l);
+          moves = moves || deepest_level_[v] >= int(l);
         if (moves) level_ranks_[l].push_back({int(k), int(r)});
         touched = touched || moves;
       }

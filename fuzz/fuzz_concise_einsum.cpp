@@ -1,0 +1,22 @@
+// libFuzzer target: the concise Einsum parser ("Z[m, n] = A[m, k] * B[k, n]").
+// Any input may be rejected with ExpressionError (at a column within the text);
+// nothing else may escape.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "looptrace/error.hpp"
+#include "looptrace/spec/concise_einsum.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    const looptrace::ConciseEinsum einsum = looptrace::parse_concise_einsum(text);
+    if (einsum.accesses.empty() || !einsum.accesses.back().is_output) __builtin_trap();
+    for (const auto& a : einsum.accesses)
+      if (a.ranks.size() != a.projection.size() || a.tensor.empty()) __builtin_trap();
+  } catch (const looptrace::ExpressionError& e) {
+    if (e.column() > text.size()) __builtin_trap();
+  }
+  return 0;
+}
