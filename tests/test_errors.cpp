@@ -281,7 +281,12 @@ TEST_CASE("errors: YAML aliases cannot multiply the mapping (regression: billion
   std::string s = "workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n  - B[m] = A[m]\n"
                   "x0: &a0 !Compute {einsum: B}\n";
   for (int i = 1; i < 10; ++i) {
-    s += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " !Sequential {nodes: [";
+    const std::string n = std::to_string(i);
+    s += "x";
+    s += n;
+    s += ": &a";
+    s += n;
+    s += " !Sequential {nodes: [";
     for (int k = 0; k < 10; ++k) {
       s += k ? ", *a" : "*a";
       s += std::to_string(i - 1);
