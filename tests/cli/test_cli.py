@@ -7,36 +7,13 @@ usage: test_cli.py PATH/TO/looptrace
 Prints one line per failed check and 'N passed, M failed' last; exits 1 on any failure."""
 import json
 import os
-import re
 import struct
 import subprocess
 import sys
-import tempfile
 
-EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "looptrace"
-TMP = tempfile.mkdtemp(prefix="looptrace-cli-")
-passed = 0
-failed = 0
+import harness
 
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL " + what)
-
-
-def write(name, text):
-    path = os.path.join(TMP, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def run(*args, text=True):
-    return subprocess.run([EXE, *args], capture_output=True, text=text, timeout=60)
+from harness import EXE, TMP, check, run, write  # noqa: E402
 
 
 CONV1D = write("conv1d.yaml", """\
@@ -280,19 +257,8 @@ def test_selections():
 
 
 def main():
-    try:
-        for test in (test_help, test_bad_specs, test_summary, test_trace_formats, test_early_close,
-                     test_selections):
-            try:
-                test()
-            except Exception as e:  # a crash in one test is one failure, not the end
-                check(False, "%s raised %r" % (test.__name__, e))
-    finally:
-        for f in os.listdir(TMP):
-            os.unlink(os.path.join(TMP, f))
-        os.rmdir(TMP)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.main((test_help, test_bad_specs, test_summary, test_trace_formats,
+                         test_early_close, test_selections))
 
 
 if __name__ == "__main__":

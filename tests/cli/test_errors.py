@@ -9,33 +9,10 @@ Prints one line per failed check and 'N passed, M failed' last; exits 1 on any f
 import os
 import subprocess
 import sys
-import tempfile
 
-EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "looptrace"
-TMP = tempfile.mkdtemp(prefix="looptrace-errors-")
-passed = 0
-failed = 0
+import harness
 
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL " + what)
-
-
-def write(name, text, mode="w"):
-    path = os.path.join(TMP, name)
-    with open(path, mode) as f:
-        f.write(text)
-    return path
-
-
-def run(*args, timeout=60):
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
-                          errors="replace")
+from harness import EXE, TMP, check, run, write  # noqa: E402
 
 
 WORKLOAD = """\
@@ -234,18 +211,7 @@ def test_head():
 
 
 def main():
-    try:
-        for test in (test_spec_errors, test_resource_limits, test_option_errors, test_head):
-            try:
-                test()
-            except Exception as e:  # a crash in one test is one failure, not the end
-                check(False, "%s raised %r" % (test.__name__, e))
-    finally:
-        for f in os.listdir(TMP):
-            os.unlink(os.path.join(TMP, f))
-        os.rmdir(TMP)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.main((test_spec_errors, test_resource_limits, test_option_errors, test_head))
 
 
 if __name__ == "__main__":

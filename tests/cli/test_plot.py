@@ -18,28 +18,13 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 
-EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "looptrace"
+from harness import EXE, TMP, check, finish, guarded, run  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPECS = [os.path.join(ROOT, "examples", "specs", f)
          for f in ("matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml")]
 EXAMPLE = SPECS + ["-D", "N_EINSUMS=2", "-D", "M=8", "-D", "KN=4"]
 SVG_NS = "{http://www.w3.org/2000/svg}"
-TMP = tempfile.mkdtemp(prefix="looptrace-plot-")
-passed = 0
-failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL " + what)
-
-
-def run(*args, timeout=60):
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def classes(root, name):
@@ -199,20 +184,12 @@ def main():
     svg = None
     try:
         for test in (test_svg_file, test_errors, test_large_trace_is_small, test_iterations):
-            try:
-                result = test()
-                svg = svg or result
-            except Exception as e:  # a crash in one test is one failure, not the end
-                check(False, "%s raised %r" % (test.__name__, e))
+            svg = guarded(test) or svg
         if svg:
-            try:
-                test_chromium_renders(svg)
-            except Exception as e:
-                check(False, "test_chromium_renders raised %r" % (e,))
+            guarded(test_chromium_renders, svg)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":
