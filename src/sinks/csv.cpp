@@ -17,9 +17,14 @@ namespace {
 class CsvSink final : public AccessSink {
  public:
   CsvSink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {
-    for (const auto& t : s.traces)
-      middle_.push_back("," + csv_field(t.einsum) + "," + csv_field(t.tensor) + "," +
-                        (t.is_output ? "true" : "false") + ",");
+    for (const auto& t : s.traces) {
+      std::string m = ",";
+      m += csv_field(t.einsum);
+      m += ',';
+      m += csv_field(t.tensor);
+      m += t.is_output ? ",true," : ",false,";
+      middle_.push_back(std::move(m));
+    }
   }
   void begin() override { out_.write("timestep,einsum,tensor,is_output,element,coords\n"); }
   void write(std::span<const AccessRecord> batch) override {
