@@ -37,6 +37,17 @@ inline std::string corpus_dir() {
   return std::string(LOOPTRACE_SOURCE_ROOT) + "/tests/specs";
 }
 
+// A small workload several tests map differently: E reads A[m, n] (8 x 4), writes B[m].
+inline const std::string kRowsWorkload = R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 8, n: 0 <= n < 4}
+  einsums:
+  - name: E
+    tensor_accesses:
+    - {name: A, projection: [m, n]}
+    - {name: B, projection: [m], output: True}
+)";
+
 // Loads a spec from one in-memory file named `name`.
 inline Spec spec_text(const std::string& text, const JinjaVariables& vars = {},
                       const std::string& name = "spec.yaml") {

@@ -210,15 +210,7 @@ mapping:
 }
 
 TEST_CASE("schedule: spatial loops add no time") {
-  const char* w = R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 8, n: 0 <= n < 4}
-  einsums:
-  - name: E
-    tensor_accesses:
-    - {name: A, projection: [m, n]}
-    - {name: B, projection: [m], output: True}
-)";
+  const std::string& w = th::kRowsWorkload;
   SUBCASE("a spatial loop then a temporal one over another variable") {
     const Schedule s = th::compile_text2(w, R"(
 mapping:
@@ -244,15 +236,7 @@ mapping:
 // Regression: each spatial iteration's tile is cut by the inner loop ([0, 4) and [4, 8)
 // were once merged first, so step 1 touched m = 1 only, not m in {1, 5}).
 TEST_CASE("schedule: a temporal loop inside a spatial one over the same variable") {
-  const char* w = R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 8, n: 0 <= n < 4}
-  einsums:
-  - name: E
-    tensor_accesses:
-    - {name: A, projection: [m, n]}
-    - {name: B, projection: [m], output: True}
-)";
+  const std::string& w = th::kRowsWorkload;
   SUBCASE("a temporal loop inside a spatial one over the same variable") {
     // m in 2 spatial tiles of 4, each walked in 1s: at step j, m in {j, 4 + j}
     const Schedule s = th::compile_text2(w, R"(

@@ -700,14 +700,7 @@ TEST_CASE("stream: invariants of spatial-then-temporal loops over one variable")
 // Regression: the closed-form run counting once read an odometer digit for a spatial
 // loop of the chain (the summary said 0 accesses where the stream has 8 writes of B).
 TEST_CASE("summary: counting a temporal loop under a one-iteration spatial loop") {
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 8, n: 0 <= n < 4}
-  einsums:
-  - name: E
-    tensor_accesses:
-    - {name: A, projection: [m, n]}
-    - {name: B, projection: [m], output: True}
+  const Schedule s = th::compile_text2(th::kRowsWorkload, R"(
 mapping:
   nodes:
   - !Spatial {rank_variable: m, tile_shape: 8}
