@@ -197,6 +197,20 @@ workload:
   return all;
 }
 
+// conv1d with p tiled by 4 and r whole: I[p + r] overlaps across a tile's points.
+Schedule tiled_conv1d() {
+  return th::compile_text(R"(
+workload:
+  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 3}
+  einsums:
+  - "O[p] = I[H: p + r] * W[r]"
+mapping:
+  nodes:
+  - !Temporal {rank_variable: p, tile_shape: 4}
+  - !Compute {einsum: O}
+)");
+}
+
 std::vector<const NamedSpec*> good_specs() {
   std::vector<const NamedSpec*> out;
   for (const auto& s : specs()) out.push_back(&s);
@@ -504,16 +518,7 @@ TEST_CASE("stream: within one (leaf, tensor) an element comes once per timestep"
     CHECK(distinct.size() == rows.size());
   }
   // conv1d with p tiled by 4 and r whole: I[p + r] overlaps across the tile's points
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 3}
-  einsums:
-  - "O[p] = I[H: p + r] * W[r]"
-mapping:
-  nodes:
-  - !Temporal {rank_variable: p, tile_shape: 4}
-  - !Compute {einsum: O}
-)");
+  const Schedule s = tiled_conv1d();
   const auto rows = th::collect(s);
   // p in [0, 4), r in [0, 3): I elements 0..5, once each (12 points)
   CHECK(th::elements_at(s, rows, 0, "O", "I") == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5});
@@ -655,16 +660,7 @@ TEST_CASE("stream: option errors") {
 }
 
 TEST_CASE("stream: max_tile_points bounds one timestep's tile") {
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 3}
-  einsums:
-  - "O[p] = I[H: p + r] * W[r]"
-mapping:
-  nodes:
-  - !Temporal {rank_variable: p, tile_shape: 4}
-  - !Compute {einsum: O}
-)");
+  const Schedule s = tiled_conv1d();
   TraceOptions o;
   o.max_tile_points = 5;  // I's tile has 6 elements
   const auto e = th::spec_error([&] { th::collect(s, o); });
