@@ -58,7 +58,7 @@ void run_batches(benchmark::State& state, const Schedule& s, TraceOptions o = {}
   for (auto _ : state) {
     AccessStream stream(s, o);
     std::int64_t sum = 0;
-    for (auto b = stream.next_batch(1024); !b.empty(); b = stream.next_batch(1024)) {
+    for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) {
       total += std::int64_t(b.size());
       sum += b.back().element;
     }
@@ -89,15 +89,15 @@ void BM_Range_TiledGemm(benchmark::State& state) {
   report_rss(state);
 }
 
-void run_format(benchmark::State& state, const std::string& format, std::int64_t to) {
+void run_format(benchmark::State& state, const Schedule& s, const std::string& format, std::int64_t to) {
   TraceOptions o;
   o.to = to;
   int fd = ::open("/dev/null", O_WRONLY);
   std::int64_t total = 0;
   for (auto _ : state) {
     OutputBuffer out(fd);
-    AccessStream stream(gemm(), o);
-    auto sink = make_sink(format, gemm(), out);
+    AccessStream stream(s, o);
+    auto sink = make_sink(format, s, out);
     sink->begin();
     for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) {
       sink->write(b);
@@ -110,9 +110,19 @@ void run_format(benchmark::State& state, const std::string& format, std::int64_t
   report_rss(state);
 }
 
-void BM_Format_Jsonl(benchmark::State& state) { run_format(state, "jsonl", gemm().n_timesteps / 32); }
-void BM_Format_Csv(benchmark::State& state) { run_format(state, "csv", gemm().n_timesteps / 32); }
-void BM_Format_Binary(benchmark::State& state) { run_format(state, "binary", gemm().n_timesteps / 4); }
+void BM_Format_Jsonl(benchmark::State& state) { run_format(state, gemm(), "jsonl", gemm().n_timesteps / 32); }
+void BM_Format_Csv(benchmark::State& state) { run_format(state, gemm(), "csv", gemm().n_timesteps / 32); }
+void BM_Format_Binary(benchmark::State& state) { run_format(state, gemm(), "binary", gemm().n_timesteps / 4); }
+
+// One operation per timestep (tile_shape 1 down to the Compute): 3 records a timestep.
+constexpr std::int64_t kOneOpPrefix = 100'000'000;
+void BM_OneOp_Batch(benchmark::State& state) {
+  TraceOptions o;
+  o.max_timesteps = kOneOpPrefix;
+  run_batches(state, huge(), o);
+}
+void BM_OneOp_Binary(benchmark::State& state) { run_format(state, huge(), "binary", kOneOpPrefix); }
+void BM_OneOp_Jsonl(benchmark::State& state) { run_format(state, huge(), "jsonl", kOneOpPrefix / 5); }
 
 // The latency of the first batch after --from T, for T spread over 1e12 timesteps.
 void BM_Seek_Huge(benchmark::State& state) {
@@ -121,8 +131,8 @@ void BM_Seek_Huge(benchmark::State& state) {
   for (auto _ : state) {
     TraceOptions o;
     o.from = pick(rng);
-    AccessStream stream(huge(), o);
-    benchmark::DoNotOptimize(stream.next_batch(1).data());
+    AccessStream stream(huge(), o, 1);
+    benchmark::DoNotOptimize(stream.next_batch().data());
   }
   state.counters["timesteps"] = double(huge().n_timesteps);
   report_rss(state);
@@ -160,6 +170,9 @@ BENCHMARK(BM_Batch_FusedChain)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Format_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Format_Csv)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Format_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Batch)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Seek_Huge)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Summary_FusedMatmuls)->Unit(benchmark::kMillisecond);

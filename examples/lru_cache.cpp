@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     looptrace::AccessStream stream(schedule);
     for (const looptrace::Access& a : stream) {
       auto& [hits, total] = stats[std::string(a.tensor)];
-      hits += cache.touch(a.trace->tensor_index, a.element);
+      hits += cache.touch(schedule.traces[a.trace].tensor_index, a.element);
       ++total;
     }
     std::cout << "LRU cache of " << capacity << " elements over " << schedule.n_timesteps

@@ -442,11 +442,11 @@ struct Compiler {
       }
     }
     tensor.ranks = naming->ranks;
-    if (tensor.ranks.size() > Coordinates::kMaxRanks)
+    if (tensor.ranks.size() > kMaxRanks)
       throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
                                          std::to_string(tensor.ranks.size()) +
                                          " ranks; looptrace handles at most " +
-                                         std::to_string(Coordinates::kMaxRanks));
+                                         std::to_string(kMaxRanks));
     tensor.shape.clear();
     Wide size = 1;
     for (std::size_t r = 0; r < nominal_hi.size(); ++r) {

@@ -3,9 +3,27 @@
 #include <algorithm>
 #include <map>
 
-#include "looptrace/stream.hpp"
+#include "looptrace/stages/filter.hpp"
+#include "looptrace/stages/leaf_source.hpp"
 
 namespace looptrace {
+
+namespace {
+
+// Counting sources for the enabled leaves, each with its tensor filter applied.
+std::vector<LeafSource> make_leaf_sources(const Schedule& s, const TraceFilter& f,
+                                          std::int64_t max_tile_points) {
+  std::vector<LeafSource> out;
+  for (std::size_t i = 0; i < s.leaves.size(); ++i) {
+    if (!f.leaf_enabled[i]) continue;
+    std::vector<bool> enabled;
+    for (const auto& lt : s.leaves[i].tensors) enabled.push_back(f.trace_enabled[std::size_t(lt.trace)]);
+    out.emplace_back(s, s.leaves[i], std::move(enabled), max_tile_points);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<TimeRange> find_windows(const std::vector<LevelWindows>& levels,
                                     const std::string& level, const std::string& tensor) {
@@ -65,7 +83,7 @@ std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& windo
 }
 
 TraceSummary summarize(const Schedule& s, const TraceOptions& options) {
-  const TraceFilter filter = TraceFilter::from_options(s, options);
+  const TraceFilter filter = TraceFilter::from_names(s, options.tensors, options.einsums);
   const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
   TraceSummary out;
   out.n_timesteps = selection.window.to;

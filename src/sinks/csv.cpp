@@ -38,7 +38,7 @@ class CsvSink final : public AccessSink {
       p = std::to_chars(p, p + 20, r.element).ptr;
       *p++ = ',';
       Coordinates c = unravel(r.element, tensor);
-      for (std::size_t k = 0; k < c.size; ++k) {
+      for (std::size_t k = 0; k < c.size(); ++k) {
         if (k) *p++ = ' ';
         p = std::to_chars(p, p + 20, c[k]).ptr;
       }

@@ -40,7 +40,7 @@ class JsonlSink final : public AccessSink {
       p = std::to_chars(p, p + 20, r.element).ptr;
       p = put(p, ", \"coords\": [");
       Coordinates c = unravel(r.element, tensor);
-      for (std::size_t k = 0; k < c.size; ++k) {
+      for (std::size_t k = 0; k < c.size(); ++k) {
         if (k) p = put(p, ", ");
         p = std::to_chars(p, p + 20, c[k]).ptr;
       }

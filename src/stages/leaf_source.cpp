@@ -6,12 +6,6 @@ namespace looptrace {
 
 namespace {
 
-std::int64_t cardinality(const IntervalSet& s) {
-  std::int64_t n = 0;
-  for (const auto& iv : s) n += iv.hi - iv.lo;
-  return n;
-}
-
 // Appends [lo, hi) to a sorted set, merging it with the last interval when they touch.
 void append(IntervalSet& s, std::int64_t lo, std::int64_t hi) {
   if (lo >= hi) return;

@@ -1,4 +1,4 @@
-// Stage 1: one leaf's accesses, timestep by timestep, in the leaf's own time order.
+// The summary's counting source (to be replaced by closed-form counts): one leaf's accesses, timestep by timestep, in the leaf's own time order.
 // The odometer advances incrementally; only the rank variables whose loops moved are
 // re-tiled, and only the tensor ranks that read them are re-projected. The tile image
 // of each tensor is produced in ascending element order with duplicates removed
@@ -10,15 +10,12 @@
 #include <vector>
 
 #include "looptrace/access.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
 #include "looptrace/schedule.hpp"
 #include "looptrace/time_odometer.hpp"
 
 namespace looptrace {
 
-struct Interval {
-  std::int64_t lo, hi;  // [lo, hi)
-};
-using IntervalSet = std::vector<Interval>;  // sorted, disjoint, non-adjacent
 
 class LeafSource {
  public:
