@@ -296,18 +296,21 @@ void Project::emit_points(const TensorState& ts, AccessRecord* out) const {
 
 void Project::copy_forward(std::size_t block_start, std::int64_t period, std::int64_t steps) {
   const std::size_t block = buffer_.size() - block_start;
-  AccessRecord* dst = grow(buffer_, block * std::size_t(steps));
-  const AccessRecord* src = buffer_.data() + block_start;
-  for (std::int64_t i = 1; i <= steps; ++i) {
-    const std::int64_t dt = i * period;
-    const AccessRecord* from = src;
-    for (const auto& [n, delta] : block_runs_) {
-      const std::int64_t de = i * delta;
-      for (std::size_t k = 0; k < n; ++k)
-        dst[k] = {from[k].timestep + dt, from[k].element + de, from[k].trace, from[k].multiplicity};
-      dst += n, from += n;
+  grow(buffer_, block * std::size_t(steps));
+  AccessRecord* base = buffer_.data() + block_start;
+  // Record by record down the steps: each copy is the previous one shifted, so the
+  // inner loop is two additions and a store.
+  std::size_t k = 0;
+  for (const auto& [n, delta] : block_runs_)
+    for (std::size_t end = k + n; k < end; ++k) {
+      AccessRecord r = base[k];
+      AccessRecord* dst = base + k;
+      for (std::int64_t i = 0; i < steps; ++i) {
+        r.timestep += period, r.element += delta;
+        dst += block;
+        *dst = r;
+      }
     }
-  }
 }
 
 AccessBatch Project::next_batch(std::int64_t until) {
