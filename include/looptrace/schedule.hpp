@@ -61,6 +61,7 @@ struct LeafSchedule {
   std::int64_t time_base = 0;
   std::vector<TimeLevel> time_levels;   // the temporal loops
   std::vector<LeafTensor> tensors;      // in the Einsum's access order
+  std::vector<int> storages;  // the Storage nodes above it, outermost first (Schedule::storages)
 
   TimeOdometer odometer() const { return {time_base, time_levels}; }
 };
@@ -73,8 +74,10 @@ struct StorageWindows {
   std::int64_t time_base = 0;
   std::vector<TimeLevel> time_levels;
   std::int64_t duration = 0;
+  SourceLocation where;
 
   TimeOdometer starts() const { return {time_base, time_levels}; }
+  bool holds(const std::string& tensor) const;
 };
 
 struct Schedule {
@@ -88,6 +91,13 @@ struct Schedule {
 
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;
+
+  // The Storage node nearest above `leaf` that holds `tensor` at `level` (any level if
+  // empty), or -1. Throws SpecError when two leaves of the trace's Einsum disagree.
+  int holder(std::size_t trace, const std::string& level = {}) const;
+  // The Storage node nearest above `storage` that holds `tensor`: where its fills come
+  // from and its drains go; -1 when `storage` is the tensor's home.
+  int parent(std::size_t storage, const std::string& tensor) const;
 };
 
 // Checks what tracing needs (defined Einsums and tensors, loops over rank variables
