@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;    // per rank, covers every access of the full schedule
   std::vector<std::int64_t> strides;  // row-major: element = sum coords[r] * strides[r]
   std::int64_t size = 1;              // number of elements
+  std::optional<std::int64_t> bits_per_value;  // from the workload, when it says
 };
 
 // One (Einsum, tensor) pair: the unit that accesses are attributed to.

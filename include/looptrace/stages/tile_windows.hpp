@@ -84,7 +84,7 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
  public:
   TileWindows() = default;
   TileWindows(Up up, const std::string& level, const std::vector<std::string>& tensors)
-      : up_(std::move(up)), plan_(WindowPlan::make(up_.schedule(), level, tensors)) {
+      : up_(std::move(up)), plan_(WindowPlan::make(up_.schedule(), level, tensors)), tensors_(tensors) {
     if constexpr (requires(const Up& u) { u.selection(); }) clip_ = up_.selection().window;
     else clip_ = {0, up_.schedule().n_timesteps};
     for (std::uint32_t s : plan_.storages) cursors_.emplace_back(up_.schedule(), s, clip_);
@@ -119,6 +119,7 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
     return c >= 0 && cursors_[std::size_t(c)].is_open() ? cursors_[std::size_t(c)].current() : TimeRange{};
   }
   const std::vector<std::uint32_t>& storages() const { return plan_.storages; }
+  const std::vector<std::string>& tensors() const { return tensors_; }  // empty: all
   const TimeRange& clip() const { return clip_; }
   const Schedule& schedule() const { return up_.schedule(); }
 
@@ -139,6 +140,7 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
  private:
   Up up_;
   WindowPlan plan_;
+  std::vector<std::string> tensors_;
   TimeRange clip_;
   std::vector<WindowCursor> cursors_;
   std::vector<int> cursor_of_;  // per storage node: its cursor, or -1
