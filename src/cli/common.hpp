@@ -29,5 +29,6 @@ void add_trace_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_iterations_command(CLI::App& app);
 void add_movement_command(CLI::App& app);
+void add_transfers_command(CLI::App& app);
 
 }  // namespace looptrace::cli

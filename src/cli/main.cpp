@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   looptrace::cli::add_plot_command(app);
   looptrace::cli::add_iterations_command(app);
   looptrace::cli::add_movement_command(app);
+  looptrace::cli::add_transfers_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

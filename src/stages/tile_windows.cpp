@@ -25,6 +25,24 @@ WindowPlan WindowPlan::make(const Schedule& s, const std::string& level,
   return plan;
 }
 
+WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages,
+                          const std::vector<std::string>& tensors) {
+  auto traced = [&](const std::string& t) {
+    return tensors.empty() || std::find(tensors.begin(), tensors.end(), t) != tensors.end();
+  };
+  std::sort(storages.begin(), storages.end());
+  storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
+  WindowPlan plan;
+  plan.storages = storages;
+  for (std::size_t t = 0; t < s.traces.size(); ++t) {
+    int h = traced(s.traces[t].tensor) ? s.holder(t) : -1;
+    while (h >= 0 && !std::binary_search(storages.begin(), storages.end(), std::uint32_t(h)))
+      h = s.parent(std::size_t(h), s.traces[t].tensor);
+    plan.holder.push_back(h);
+  }
+  return plan;
+}
+
 WindowCursor::WindowCursor(const Schedule& schedule, std::uint32_t storage, TimeRange clip)
     : storage_(storage), starts_(schedule.storages[storage].starts()),
       duration_(schedule.storages[storage].duration), clip_(clip) {

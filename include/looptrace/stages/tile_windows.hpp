@@ -52,6 +52,9 @@ struct WindowPlan {
   // The nodes at `level` (every level if empty) holding one of `tensors` (all if empty).
   static WindowPlan make(const Schedule& schedule, const std::string& level,
                          const std::vector<std::string>& tensors);
+  // These nodes; a trace's holder is the innermost of them above its leaf.
+  static WindowPlan of(const Schedule& schedule, std::vector<std::uint32_t> storages,
+                       const std::vector<std::string>& tensors);
 };
 
 // The windows of one Storage node in time order, clipped to a traced window.
@@ -84,13 +87,9 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
  public:
   TileWindows() = default;
   TileWindows(Up up, const std::string& level, const std::vector<std::string>& tensors)
-      : up_(std::move(up)), plan_(WindowPlan::make(up_.schedule(), level, tensors)), tensors_(tensors) {
-    if constexpr (requires(const Up& u) { u.selection(); }) clip_ = up_.selection().window;
-    else clip_ = {0, up_.schedule().n_timesteps};
-    for (std::uint32_t s : plan_.storages) cursors_.emplace_back(up_.schedule(), s, clip_);
-    if (!cursors_.empty()) cursor_of_.assign(up_.schedule().storages.size(), -1);
-    for (std::size_t i = 0; i < cursors_.size(); ++i) cursor_of_[cursors_[i].storage()] = int(i);
-  }
+      : TileWindows(std::move(up), [&](const Schedule& s) { return WindowPlan::make(s, level, tensors); }, tensors) {}
+  TileWindows(Up up, const std::vector<std::uint32_t>& storages, const std::vector<std::string>& tensors)
+      : TileWindows(std::move(up), [&](const Schedule& s) { return WindowPlan::of(s, storages, tensors); }, tensors) {}
 
   TileStep next() {
     std::int64_t t = kEndOfTime;
@@ -138,6 +137,16 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
   }
 
  private:
+  template <class MakePlan>
+  TileWindows(Up up, MakePlan make_plan, const std::vector<std::string>& tensors)
+      : up_(std::move(up)), plan_(make_plan(up_.schedule())), tensors_(tensors) {
+    if constexpr (requires(const Up& u) { u.selection(); }) clip_ = up_.selection().window;
+    else clip_ = {0, up_.schedule().n_timesteps};
+    for (std::uint32_t s : plan_.storages) cursors_.emplace_back(up_.schedule(), s, clip_);
+    if (!cursors_.empty()) cursor_of_.assign(up_.schedule().storages.size(), -1);
+    for (std::size_t i = 0; i < cursors_.size(); ++i) cursor_of_[cursors_[i].storage()] = int(i);
+  }
+
   Up up_;
   WindowPlan plan_;
   std::vector<std::string> tensors_;
