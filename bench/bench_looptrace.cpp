@@ -9,7 +9,10 @@
 
 #include <random>
 
+#include "looptrace/movement.hpp"
 #include "looptrace/sinks/sink.hpp"
+#include "looptrace/stages/tile_windows.hpp"
+#include "looptrace/stages/transfers.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 
@@ -153,6 +156,69 @@ void BM_Sample_Huge(benchmark::State& state) {
   report_rss(state);
 }
 
+// The composed pipeline with tile windows: every access lands in its GlobalBuffer
+// window, counted per window through the batch interface.
+void BM_TileWindows_TiledGemm(benchmark::State& state) {
+  TraceOptions o;
+  o.to = gemm().n_timesteps / 4;
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    auto windows = trace_pipeline(gemm(), o) | tile_windows("GlobalBuffer");
+    std::int64_t in_window = 0, n_windows = 0;
+    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+      n_windows += std::int64_t(step.events.size());
+      in_window += std::int64_t(step.accesses.size());
+    }
+    total += in_window;
+    benchmark::DoNotOptimize(n_windows);
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+// Accesses processed per second by `movement` (tiles, fills, drains, peaks of every level).
+void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to) {
+  TraceOptions o;
+  o.to = to;
+  const std::int64_t accesses = [&] {
+    std::int64_t n = 0;
+    for (const auto& t : summarize(s, o).traces) n += t.n_accesses;
+    return n;
+  }();
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(summarize_movement(s, o).levels.size());
+    total += accesses;
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+void BM_Movement_TiledGemm(benchmark::State& state) { run_movement(state, gemm(), gemm().n_timesteps / 8); }
+void BM_Movement_HugeGemm(benchmark::State& state) { run_movement(state, huge(), 20'000'000); }
+
+// The DRAM transfer trace (requests between DRAM and GlobalBuffer), accesses processed per second.
+void run_transfers(benchmark::State& state, const Schedule& s, std::int64_t to) {
+  TraceOptions o;
+  o.to = to;
+  std::int64_t accesses = 0;
+  for (const auto& t : summarize(s, o).traces) accesses += t.n_accesses;
+  std::int64_t total = 0, requests = 0;
+  for (auto _ : state) {
+    TransferOptions t;
+    t.level = "DRAM";
+    auto stage = transfer_pipeline(s, o, t);
+    for (auto b = stage.next_batch(); !b.empty(); b = stage.next_batch()) requests += std::int64_t(b.size());
+    total += accesses;
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  state.counters["requests"] = double(requests) / double(state.iterations());
+  report_rss(state);
+}
+void BM_Transfers_TiledGemm(benchmark::State& state) { run_transfers(state, gemm(), gemm().n_timesteps / 8); }
+// One GlobalBuffer window of huge_gemm (K x 64 x 64 timesteps): the transfer trace runs
+// whole windows, so a window's worth is what it processes.
+void BM_Transfers_HugeGemm(benchmark::State& state) { run_transfers(state, huge(), 10240 * 64 * 64); }
+
 // AccelForge's matmuls.yaml + fused_matmuls_to_simple, N_EINSUMS=2 M=128 KN=128: 1.26e7 accesses.
 void BM_Summary_FusedMatmuls(benchmark::State& state) {
   static Schedule s = load({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
@@ -175,6 +241,11 @@ BENCHMARK(BM_OneOp_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_OneOp_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Seek_Huge)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TileWindows_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Movement_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Movement_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Transfers_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Transfers_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Summary_FusedMatmuls)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

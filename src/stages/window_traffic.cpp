@@ -5,9 +5,8 @@
 namespace looptrace {
 
 namespace {
-// Tensors up to this many elements keep a byte per element; larger ones a hash table
-// that grows with the largest tile.
-constexpr std::int64_t kDenseElements = std::int64_t(1) << 22;
+// Tensors of up to this many pages have a page table; larger ones a hash table.
+constexpr std::int64_t kMaxPages = std::int64_t(1) << 22;
 
 std::size_t hash_slot(std::int64_t element, std::size_t mask) {
   return std::size_t((std::uint64_t(element) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
@@ -15,8 +14,24 @@ std::size_t hash_slot(std::int64_t element, std::size_t mask) {
 }  // namespace
 
 TileSet::TileSet(std::int64_t tensor_size) {
-  if (tensor_size <= kDenseElements) dense_.assign(std::size_t(std::max<std::int64_t>(tensor_size, 1)), 0);
+  const std::int64_t n_pages = (std::max<std::int64_t>(tensor_size, 1) + kPage - 1) / kPage;
+  paged_ = n_pages <= kMaxPages;
+  if (paged_) pages_.assign(std::size_t(n_pages), -1);
   else rehash(1024);
+}
+
+std::int32_t TileSet::take_page(std::size_t p) {
+  std::int32_t page;
+  if (!free_pages_.empty()) {
+    page = free_pages_.back();  // zeroed when it was given back
+    free_pages_.pop_back();
+  } else {
+    page = std::int32_t(arena_.size() / std::size_t(kPage));
+    arena_.resize(arena_.size() + std::size_t(kPage), 0);
+  }
+  pages_[p] = page;
+  window_pages_.push_back(p);
+  return page;
 }
 
 void TileSet::rehash(std::size_t capacity) {
@@ -57,24 +72,30 @@ TileSet::Tally TileSet::close(std::vector<std::int64_t>* filled, std::vector<std
   t.tile = std::int64_t(touched_.size());
   if (filled) filled->clear();
   if (drained) drained->clear();
-  const bool hashed = dense_.empty();
   slots_.clear();
   for (std::int64_t e : touched_) {
-    std::size_t at = 0;
-    if (hashed) slots_.push_back(at = find_slot(e));
-    const std::uint8_t s = hashed ? values_[at] : dense_[std::size_t(e)];
-    if (s & kReadFirst) {
+    std::uint8_t* s;
+    if (paged_) {
+      s = &state(e);
+    } else {
+      slots_.push_back(find_slot(e));
+      s = &values_[slots_.back()];
+    }
+    if (*s & kReadFirst) {
       ++t.fills;
       if (filled) filled->push_back(e);
     }
-    if (s & kWritten) {
+    if (*s & kWritten) {
       ++t.drains;
       if (drained) drained->push_back(e);
     }
-    if (!hashed) dense_[std::size_t(e)] = 0;
+    *s = 0;
   }
-  // Every key leaves the table, so probe chains may be cut: slots were found first.
-  for (std::size_t at : slots_) keys_[at] = kEmpty, values_[at] = 0;
+  // Hashed: every key leaves the table, so probe chains may be cut: slots were found
+  // first. Paged: the pages, zero again, go back to the pool.
+  for (std::size_t at : slots_) keys_[at] = kEmpty;
+  for (std::size_t p : window_pages_) free_pages_.push_back(pages_[p]), pages_[p] = -1;
+  window_pages_.clear();
   touched_.clear();
   if (filled) std::sort(filled->begin(), filled->end());
   if (drained) std::sort(drained->begin(), drained->end());

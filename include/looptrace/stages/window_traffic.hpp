@@ -17,7 +17,10 @@
 namespace looptrace {
 
 // The elements one (Storage node, tensor) holds in its open window, each with how it
-// first arrived and whether it was written.
+// first arrived and whether it was written: a byte per element, in pages of 4096
+// elements taken from a pool as the window touches them and given back when it
+// closes, so memory follows the largest tile (tensors too large for a page table use
+// a hash table instead).
 class TileSet {
  public:
   TileSet() = default;
@@ -48,23 +51,33 @@ class TileSet {
 
  private:
   static constexpr std::uint8_t kSeen = 1, kReadFirst = 2, kWritten = 4;
+  static constexpr int kPageBits = 12;
+  static constexpr std::int64_t kPage = std::int64_t(1) << kPageBits;
   static constexpr std::int64_t kEmpty = -1;
   std::uint8_t& state(std::int64_t element) {
-    if (!dense_.empty()) return dense_[std::size_t(element)];
-    return hashed(element);
+    if (!paged_) return hashed(element);
+    const std::size_t p = std::size_t(element >> kPageBits);
+    std::int32_t page = pages_[p];
+    if (page < 0) page = take_page(p);
+    return arena_[std::size_t(page) * kPage + std::size_t(element & (kPage - 1))];
   }
+  std::int32_t take_page(std::size_t p);
   std::uint8_t& hashed(std::int64_t element);
   std::uint8_t hashed_find(std::int64_t element) const;
   std::uint8_t& insert(std::int64_t element);
   std::size_t find_slot(std::int64_t element) const;
   void rehash(std::size_t capacity);
 
-  std::vector<std::uint8_t> dense_;   // small tensors: one state per element
-  std::vector<std::int64_t> keys_;    // large ones: open addressing, linear probing
+  bool paged_ = true;
+  std::vector<std::int32_t> pages_;      // per page of the tensor: its page in the arena, or -1
+  std::vector<std::uint8_t> arena_;      // pages in use or free, kPage bytes each
+  std::vector<std::int32_t> free_pages_;
+  std::vector<std::size_t> window_pages_;  // pages of the tensor this window took
+  std::vector<std::int64_t> keys_;    // hashed: open addressing, linear probing
   std::vector<std::uint8_t> values_;
   std::size_t mask_ = 0;
   std::vector<std::int64_t> touched_;  // this window's elements, in arrival order
-  std::vector<std::size_t> slots_;     // close(): where they sit in the hash table
+  std::vector<std::size_t> slots_;     // close(), hashed: where they sit in the table
 };
 
 // One (Storage node, tensor) window: opened (no counts yet) or closed (with them).
@@ -102,6 +115,7 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
       : up_(std::move(up)), plan_(TrafficPlan::make(up_.schedule(), up_.storages(), up_.tensors())),
         collect_(collect) {
     for (const auto& slot : plan_.slots) sets_.emplace_back(up_.schedule().tensors[slot.tensor].size);
+    last_.assign(up_.schedule().traces.size(), -1);
   }
 
   // The next window events (all at one timestep); empty at the end.
@@ -140,6 +154,9 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
     }
   }
   void touch(const AccessRecord& r) {
+    // The same trace touching the same element again changes nothing in this window.
+    if (last_[r.trace] == r.element) return;
+    last_[r.trace] = r.element;
     const bool write = plan_.writes[r.trace];
     for (int slot : plan_.chain[r.trace])
       if (!sets_[std::size_t(slot)].touch(r.element, write)) break;
@@ -149,6 +166,7 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
     deferred_.clear();
   }
   std::span<const TileTraffic> on_events(std::span<const WindowEvent> events) {
+    std::fill(last_.begin(), last_.end(), -1);  // windows change: every touch counts again
     out_.clear();
     filled_.clear(), drained_.clear();
     // Elements go to per-event vectors first: spans into them stay valid once all are in.
@@ -178,6 +196,7 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
   bool collect_ = false;
   std::vector<TileSet> sets_;  // per slot
   std::vector<AccessRecord> deferred_;  // writes of the current timestep
+  std::vector<std::int64_t> last_;      // per trace: the element it touched last
   std::vector<TileTraffic> out_;
   std::vector<std::vector<std::int64_t>> filled_, drained_;
 };
