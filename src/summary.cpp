@@ -286,7 +286,9 @@ TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector
   std::vector<std::size_t> order(shards.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return shards[a].selection.from < shards[b].selection.from;
+    const auto& x = shards[a].selection;
+    const auto& y = shards[b].selection;
+    return x.from != y.from ? x.from < y.from : x.to < y.to;  // empty shards first
   });
   const TraceSummary& first = shards[order[0]];
   auto traces_key = [](const TraceSummary& x) {
