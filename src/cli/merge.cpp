@@ -45,18 +45,30 @@ void add_merge_command(CLI::App& app) {
   cmd->add_option("files", *files, "Summary JSON files of the shards ('-': standard input)")->required();
   cmd->callback([files] {
     std::vector<TraceSummary> shards;
+    std::vector<std::string> names;
     for (const auto& path : *files) {
+      // A file holds one summary or several, one after the other (e.g. JSON Lines from
+      // `parallel looptrace summary ... | looptrace merge -`).
       const std::string text = read_all(path);
-      nlohmann::ordered_json j;
-      try {
-        j = nlohmann::ordered_json::parse(text);
-      } catch (const nlohmann::json::parse_error& e) {
-        const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-        throw SpecError(locate(path, text, at), "not JSON: " + std::string(e.what()));
+      std::size_t at = text.find_first_not_of(" \t\r\n");
+      if (at == std::string::npos) throw SpecError(SourceLocation{path, 0, 0}, "no summary in the file");
+      for (int k = 1; at != std::string::npos; ++k) {
+        std::istringstream in(text.substr(at));
+        nlohmann::ordered_json j;
+        try {
+          in >> j;
+        } catch (const nlohmann::json::parse_error& e) {
+          const std::size_t offset = at + (e.byte > 0 ? e.byte - 1 : 0);
+          throw SpecError(locate(path, text, offset), "not JSON: " + std::string(e.what()));
+        }
+        const std::string name = k == 1 && text.find_first_not_of(" \t\r\n", at + std::size_t(in.tellg())) == std::string::npos
+                                     ? path : path + " (summary " + std::to_string(k) + ")";
+        shards.push_back(summary_from_json(j, name));
+        names.push_back(name);
+        at = in.tellg() < 0 ? std::string::npos : text.find_first_not_of(" \t\r\n", at + std::size_t(in.tellg()));
       }
-      shards.push_back(summary_from_json(j, path));
     }
-    TraceSummary merged = merge_summaries(std::move(shards), *files);
+    TraceSummary merged = merge_summaries(std::move(shards), names);
     OutputBuffer out(STDOUT_FILENO);
     out.write(summary_json(merged).dump());
     out.put('\n');
