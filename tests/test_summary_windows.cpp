@@ -1,8 +1,13 @@
 // Tile windows as runs (looptrace/window_runs.hpp), the summary's --windows forms and
 // --threads, and merging shard summaries (merge_summaries, summary_json round trips).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <random>
 
 #include "helpers.hpp"
+#include "looptrace/parallel_trace.hpp"
+#include "looptrace/sinks/sink.hpp"
 #include "looptrace/sinks/summary_json.hpp"
 #include "looptrace/time_odometer.hpp"
 #include "looptrace/window_runs.hpp"
@@ -280,4 +285,66 @@ TEST_CASE("merge: shards that do not fit together are refused, naming the file")
   e = th::spec_error([] { looptrace::summary_from_json(nlohmann::ordered_json::parse("{\"x\": 1}"), "x.json"); });
   CHECK(e.where().file == "x.json");
   CHECK(th::contains(e.message(), "unknown key 'x'"));
+}
+
+namespace {
+
+// What a file descriptor writer produced, read back.
+std::string capture(const std::function<void(int fd)>& write) {
+  const int fd = ::memfd_create("test", 0);
+  REQUIRE(fd >= 0);
+  write(fd);
+  std::string text(std::size_t(::lseek(fd, 0, SEEK_END)), '\0');
+  CHECK(::pread(fd, text.data(), text.size(), 0) == ssize_t(text.size()));
+  ::close(fd);
+  return text;
+}
+
+std::string one_thread(const th::Schedule& s, const th::TraceOptions& o, const std::string& format) {
+  return capture([&](int fd) {
+    looptrace::OutputBuffer out(fd);
+    looptrace::AccessStream stream(s, o);
+    auto sink = looptrace::make_sink(format, s, out);
+    sink->begin();
+    for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) sink->write(b);
+    sink->end();
+    out.flush();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("parallel trace: many small pieces, in order, equal one thread byte for byte") {
+  const auto s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                    {{"N_EINSUMS", 3}, {"M", 8}, {"KN", 5}});
+  std::vector<th::TraceOptions> selections(5);
+  selections[1].from = 17, selections[1].to = 300;
+  selections[2].shard = {1, 3};
+  selections[3].sample_timesteps = 50, selections[3].seed = 2;
+  selections[4].tensors = {"T1"}, selections[4].max_timesteps = 200;
+  for (const auto& o : selections)
+    for (const std::string format : {"jsonl", "csv", "binary"})
+      for (int threads : {2, 3}) {
+        looptrace::ParallelTraceOptions p;
+        p.threads = threads;
+        p.chunk_bytes = 512;  // a few accesses per piece: hundreds of pieces
+        std::int64_t pieces = 0, last = -1;
+        bool ordered = true;
+        p.progress = [&](std::int64_t t) {
+          ordered = ordered && t > last;
+          last = t;
+          ++pieces;
+        };
+        const std::string want = one_thread(s, o, format);
+        INFO(format << ", " << threads << " threads");
+        CHECK(capture([&](int fd) { looptrace::write_trace_parallel(s, o, format, fd, p); }) == want);
+        CHECK(ordered);
+        CHECK(pieces >= 5);
+      }
+  // Bad options fail before anything is written.
+  th::TraceOptions bad;
+  bad.tensors = {"nope"};
+  CHECK(capture([&](int fd) {
+          th::spec_error([&] { looptrace::write_trace_parallel(s, bad, "jsonl", fd, {}); });
+        }).empty());
 }
