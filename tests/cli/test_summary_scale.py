@@ -19,6 +19,7 @@ from harness import EXE, TMP, check, run, write  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARALLEL_RECIPE = os.path.join(ROOT, "examples", "distributed", "parallel_shards.sh")
 SLURM_RECIPE = os.path.join(ROOT, "examples", "distributed", "slurm_shards.sbatch")
+ONE_OP = os.path.join(ROOT, "bench", "make_one_op_mapping.py")
 
 CONV1D = write("conv1d.yaml", """\
 workload:
@@ -260,6 +261,36 @@ def test_slurm_recipe():
     check(p.returncode != 0 and "Slurm job array" in p.stderr, "outside a job array the script says so")
 
 
+def test_one_op_mapping_generator():
+    workload = write("chain.workload.yaml", """\
+workload:
+  iteration_space_shape: {m: 0 <= m < 3, k: 0 <= k < 2, j: 0 <= j < 4}
+  einsums:
+  - Z[m] = A[m, k]
+  - Y[m, j] = Z[m] * B[j]
+""")
+    # `looptrace describe` output, written by hand (tensors as names or as objects).
+    describe = write("describe.json", json.dumps({"einsums": [
+        {"name": "Z", "rank_variables": {"m": 3, "k": 2}, "tensors": ["A", "Z"]},
+        {"name": "Y", "rank_variables": {"m": 3, "j": 4}, "tensors": [{"name": "Z"}, {"name": "B"}, {"name": "Y"}]}]}))
+    mapping = os.path.join(TMP, "one_op.mapping.yaml")
+    for source in (["--workload", workload], [describe]):
+        p = subprocess.run([sys.executable, ONE_OP, *source, "--storage", "DRAM", "-o", mapping],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, "make_one_op_mapping.py %s: %s" % (source[0], p.stderr[-300:]))
+        s = json.loads(out("summary", workload, mapping, "--windows", "compact"))
+        # Z: 3 x 2 timesteps, then Y: 3 x 4; one point and one element per tensor each.
+        check(s["n_timesteps"] == 18 and s["einsum_timespans"] == {"Z": [0, 6], "Y": [6, 18]},
+              "one op per timestep: spans %s" % s["einsum_timespans"])
+        check([t["n_accesses"] for t in s["traces"]] == [6, 6, 12, 12, 12] and s["n_points"] == 18,
+              "one op per timestep: one access per tensor per timestep")
+        check(s["tile_window_runs"]["DRAM"]["A"] == [{"start": 0, "length": 18, "period": 0, "count": 1}],
+              "--storage DRAM holds every tensor for the whole run")
+    p = subprocess.run([sys.executable, ONE_OP, "-"], input='{"not": 1}', capture_output=True, text=True)
+    check(p.returncode != 0 and "einsums" in p.stderr, "input without einsums is refused")
+
+
 if __name__ == "__main__":
     sys.exit(harness.main([test_windows_forms, test_huge_schedule_in_closed_form, test_summary_threads,
-                           test_trace_threads, test_merge, test_gnu_parallel_recipe, test_slurm_recipe]))
+                           test_trace_threads, test_merge, test_gnu_parallel_recipe, test_slurm_recipe,
+                           test_one_op_mapping_generator]))
