@@ -9,7 +9,7 @@
 
 #include "helpers.hpp"
 #include "looptrace/iterations.hpp"
-#include "looptrace/stages/leaf_source.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
 
 using looptrace::Interval;
 using looptrace::Iteration;

@@ -222,7 +222,8 @@ TEST_CASE("summary_json: the fields of the CLI contract, in order") {
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"n_timesteps", "truncated", "tensors", "einsums",
                                          "memory_levels", "tensor_shapes", "tensor_ranks",
-                                         "einsum_timespans", "tile_windows", "traces", "n_points"});
+                                         "einsum_timespans", "tile_windows", "traces", "n_points",
+                                         "enumerated", "merge"});
   CHECK(j["n_timesteps"] == 4);
   CHECK(j["truncated"] == true);
   CHECK(j["tensor_shapes"]["I"] == nlohmann::ordered_json::array({10}));

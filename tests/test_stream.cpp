@@ -348,7 +348,7 @@ TEST_CASE("stream: every element of every tensor is touched") {
 }
 
 TEST_CASE("stream: the number of accesses per trace equals the summary's n_accesses") {
-  // The summary counts runs in closed form (LeafSource::count_run); the stream emits.
+  // The summary counts in closed form (counts.hpp); the stream emits.
   for (const NamedSpec* spec_ptr : good_specs()) {
     const NamedSpec& spec = *spec_ptr;
     const Schedule& s = spec.schedule;

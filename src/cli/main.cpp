@@ -9,6 +9,10 @@
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/output.hpp"
 
+namespace looptrace::cli {
+void add_merge_command(CLI::App& app);  // src/cli/merge.cpp
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe shows up as EPIPE, handled below
   CLI::App app{"looptrace: which tensor elements a LoopTree mapping touches at each timestep"};
@@ -19,6 +23,7 @@ int main(int argc, char** argv) {
   looptrace::cli::add_iterations_command(app);
   looptrace::cli::add_movement_command(app);
   looptrace::cli::add_transfers_command(app);
+  looptrace::cli::add_merge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

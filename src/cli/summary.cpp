@@ -11,12 +11,26 @@ namespace looptrace::cli {
 void add_summary_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("summary", "Print the trace's counts, spans and tile windows as JSON");
   auto args = std::make_shared<CommonArgs>();
+  auto windows = std::make_shared<std::string>("full");
+  auto summary = std::make_shared<SummaryOptions>();
   args->add_to(*cmd);
-  cmd->callback([args] {
+  cmd->add_option("--windows", *windows,
+                  "Tile windows: full (every [start, end]), compact ({start, length, period, count} "
+                  "runs) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "compact", "none"}));
+  cmd->add_option("--threads", summary->threads,
+                  "Workers, each on a contiguous part of the selection (the output is the same)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([args, windows, summary] {
     Schedule schedule = args->load();
-    TraceSummary summary = summarize(schedule, args->resolved());
+    summary->windows = *windows == "compact" ? WindowsForm::compact
+                       : *windows == "none"  ? WindowsForm::none
+                                             : WindowsForm::full;
+    TraceSummary result = summarize(schedule, args->resolved(), *summary);
     OutputBuffer out(STDOUT_FILENO);
-    out.write(summary_json(summary, schedule).dump());
+    out.write(summary_json(result).dump());
     out.put('\n');
     out.flush();
   });

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common.hpp"
+#include "looptrace/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stream.hpp"
 
@@ -54,8 +55,23 @@ void add_trace_command(CLI::App& app) {
   cmd->add_option("--format", *format, "jsonl, csv or binary")
       ->capture_default_str()
       ->check(CLI::IsMember({"jsonl", "csv", "binary"}));
-  cmd->callback([args, format] {
+  auto threads = std::make_shared<int>(1);
+  cmd->add_option("--threads", *threads,
+                  "Workers that format contiguous timestep ranges (the output is the same bytes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([args, format, threads] {
     Schedule schedule = args->load();
+    if (*threads > 1) {  // looptrace/parallel_trace.hpp
+      const TraceOptions options = args->resolved();
+      ProgressBar progress(TimeSelection::from_options(options, schedule.n_timesteps).window);
+      ParallelTraceOptions parallel;
+      parallel.threads = *threads;
+      parallel.progress = [&](std::int64_t t) { progress.update(t); };
+      write_trace_parallel(schedule, options, *format, STDOUT_FILENO, parallel);
+      progress.finish();
+      return;
+    }
     AccessStream stream(schedule, args->resolved());
     OutputBuffer out(STDOUT_FILENO);
     auto sink = make_sink(*format, schedule, out);
