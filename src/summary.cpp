@@ -61,6 +61,9 @@ std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& windo
       std::sort(t.windows.begin(), t.windows.end(), less);
       t.windows.erase(std::unique(t.windows.begin(), t.windows.end(), same), t.windows.end());
     }
+  // A level none of whose tensors pass the tensor filter is dropped, as the reference does.
+  if (!tensors.empty())
+    std::erase_if(out, [](const LevelWindows& level) { return level.tensors.empty(); });
   return out;
 }
 
@@ -111,6 +114,8 @@ TraceSummary summarize(const Schedule& s, const TraceOptions& options) {
       out.tensors.push_back(t.tensor);
   }
   out.tile_windows = tile_windows(s, selection.window, options.tensors);
+  out.memory_levels.clear();  // the levels the tensor filter left
+  for (const auto& level : out.tile_windows) out.memory_levels.push_back(level.level);
   return out;
 }
 
