@@ -74,7 +74,7 @@ std::string why_nothing_selected(const Schedule& s, const TraceOptions& o) {
                                ? "the " + std::to_string(selection.ranges.size()) + " sampled timesteps of " +
                                      range_text(selection.window)
                                : "timesteps " + range_text(selection.window);
-  if (!o.einsums.empty()) return join(o.einsums) + " access nothing selected in " + when;
+  if (!o.einsums.empty()) return "--einsums " + join(o.einsums) + " access nothing in " + when;
   return "nothing is accessed in " + when + (o.tensors.empty() ? "" : " of " + join(o.tensors));
 }
 

@@ -7,7 +7,10 @@ usage: test_edges.py PATH/TO/looptrace
 
 Prints one line per failed check and 'N passed, M failed' last; exits 1 on any failure."""
 import json
+import os
+import re
 import sys
+import xml.etree.ElementTree as ET
 
 import harness
 
@@ -70,8 +73,157 @@ def test_tensor_filter_drops_levels():
     check(s.get("tile_windows") == {"DRAM": {"A": []}, "Buffer": {"Z": []}}, "empty windows kept")
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_version():
+    version = re.search(r"version\s*:\s*'([^']+)'", open(os.path.join(ROOT, "meson.build")).read()).group(1)
+    p = run("--version")
+    check(p.returncode == 0 and p.stdout == "looptrace %s\n" % version,
+          "--version prints 'looptrace %s' (rc %d, %r %r)" % (version, p.returncode, p.stdout, p.stderr))
+
+
+def test_misspellings():
+    # (arguments, what stderr must say); every one exits 2 and names no file.
+    for args, words in (
+            (["movment"], ["unknown subcommand 'movment'", "subcommands: summary, trace, plot, iterations"]),
+            (["tarce", MATMULS], ["unknown subcommand 'tarce'", "did you mean 'trace'?"]),
+            (["summary", MATMULS, "--max-timestep", "3"],
+             ["unknown option '--max-timestep'", "did you mean '--max-timesteps'?"]),
+            (["trace", MATMULS, "--tensor=A"], ["unknown option '--tensor'", "did you mean '--tensors'?"]),
+            (["trace", MATMULS, "-d", "N=3"], ["unknown option '-d'", "did you mean '-D'?"]),
+            (["summary", MATMULS, "--format", "csv"],
+             ["unknown option '--format' for 'looptrace summary'", "is an option of trace and plot"]),
+            (["iterations", MATMULS, "--tensors", "A"],
+             ["unknown option '--tensors' for 'looptrace iterations'"]),
+            (["--frobnicate"], ["unknown option '--frobnicate'"])):
+        p = run(*args)
+        check(p.returncode == 2, "%s exits 2 (got %d)" % (args, p.returncode))
+        for w in words:
+            check(w in p.stderr, "%s: stderr says %r (%r)" % (args, w, p.stderr))
+        check("File does not exist" not in p.stderr, "%s: no complaint about a file (%r)" % (args, p.stderr))
+    # Values that look like options are still values.
+    p = run("trace", MATMULS, "--from", "-1")
+    check(p.returncode == 2 and "unknown option" not in p.stderr, "--from -1 is a bad value, not an option")
+
+
+def help_options(sub):
+    p = run(sub, "--help")
+    return set(re.findall(r"(--[a-z][a-z-]*)", p.stdout))
+
+
+def test_options_per_subcommand():
+    selection = {"--einsums", "--max-timesteps", "--from", "--to", "--sample-timesteps", "--seed", "--shard",
+                 "--define"}
+    for sub in ("summary", "trace", "plot", "iterations"):
+        opts = help_options(sub)
+        check(selection <= opts, "%s offers the selection options (missing %s)" % (sub, selection - opts))
+    it = help_options("iterations")
+    check("--tensors" not in it and "--max-tile-points" not in it,
+          "iterations offers neither --tensors nor --max-tile-points (%s)" % sorted(it))
+    check("--format" not in help_options("summary"), "summary offers no --format")
+    for sub in ("summary", "trace", "plot"):
+        check({"--tensors", "--max-tile-points"} <= help_options(sub), "%s offers --tensors, --max-tile-points" % sub)
+    check({"--elements", "--timesteps", "--memory-level"} <= help_options("plot"), "plot offers its zooms")
+    # --einsums does work in iterations: only Y's lines.
+    p = run("iterations", MATMULS, "--einsums", "Y")
+    einsums = {json.loads(l)["einsum"] for l in p.stdout.splitlines()}
+    check(p.returncode == 0 and einsums == {"Y"}, "iterations --einsums Y lists only Y (%s)" % einsums)
+
+
+def test_nothing_selected():
+    note = "looptrace: note: nothing selected: "
+    # Z's accesses are A, B, Z: --tensors C --einsums Z share no pair.
+    for sub in ("trace", "summary"):
+        p = run(sub, MATMULS, "--tensors", "C", "--einsums", "Z")
+        check(p.returncode == 0, "%s with disjoint filters exits 0" % sub)
+        check(p.stderr.startswith(note) and "--einsums Z" in p.stderr and "--tensors C" in p.stderr and
+              "Z accesses A, B, Z" in p.stderr, "%s: the note names the filters (%r)" % (sub, p.stderr))
+    p = run("trace", MATMULS, "--tensors", "C", "--einsums", "Z")
+    check(p.stdout == "", "an empty trace writes nothing")
+    for sub in ("trace", "summary", "iterations"):
+        p = run(sub, MATMULS, "--from", "300")
+        check(p.returncode == 0 and p.stderr.startswith(note) and
+              "--from 300 is at or past the end of the schedule (144 timesteps)" in p.stderr,
+              "%s --from 300: note (%r)" % (sub, p.stderr))
+    # Y computes only in [60, 72) of each 72-timestep m tile: nothing of it in [0, 50).
+    p = run("trace", MATMULS, "--einsums", "Y", "--to", "50")
+    check(p.returncode == 0 and p.stderr.startswith(note) and "--einsums Y access nothing in timesteps [0, 50)"
+          in p.stderr, "Y before it computes: note (%r)" % p.stderr)
+    # Runs that select something stay silent.
+    for sub in ("trace", "summary", "iterations"):
+        p = run(sub, MATMULS, "--to", "61")
+        check(p.returncode == 0 and p.stderr == "", "%s with accesses: stderr empty (%r)" % (sub, p.stderr))
+
+
+# Names with a control character, a quote, a backslash, a tab, an escape sequence,
+# invalid UTF-8 (a lone 0xff, a truncated sequence, an encoded surrogate) and é.
+EINSUM = b'"E\\x01\\"q\\\\b\\t\\u00e9"'
+TENSOR_A = b'"A\\x1b[31m\\n"'
+TENSOR_B = b'"B\xff\xfe\xc3("'
+LEVEL = b'"L\\x02\xed\xa0\x80"'
+HOSTILE = b"""workload:
+  iteration_space_shape: {m: 0 <= m < 3}
+  einsums:
+  - name: %s
+    tensor_accesses:
+    - {name: %s, projection: [m]}
+    - {name: %s, projection: [m], output: True}
+mapping:
+  nodes:
+  - !Storage {component: %s, tensors: [%s, %s]}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: %s}
+""" % (EINSUM, TENSOR_A, TENSOR_B, LEVEL, TENSOR_A, TENSOR_B, EINSUM)
+
+
+def parse_json(raw, what):
+    """Python's json module on the bytes as UTF-8 (strict: invalid UTF-8 fails)."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except Exception as e:  # noqa: BLE001
+        check(False, "%s is not JSON: %r (%r)" % (what, e, raw[:200]))
+        return None
+
+
+def test_hostile_names_in_json():
+    spec = write("hostile.yaml", HOSTILE, "wb")
+    einsum = 'E\x01"q\\b\t\u00e9'
+    tensor_a = "A\x1b[31m\n"
+    tensor_b = "B\ufffd\ufffd\ufffd("  # each invalid sequence is one U+FFFD
+    p = run("summary", spec, text=False)
+    check(p.returncode == 0, "summary of hostile names exits 0 (%r)" % p.stderr[-300:])
+    s = parse_json(p.stdout, "summary")
+    if s is not None:
+        check(s["tensors"] == [tensor_a, tensor_b], "summary tensors %r" % s["tensors"])
+        check(s["einsums"] == [einsum], "summary einsums %r" % s["einsums"])
+        check(s["memory_levels"] == ["L\x02\ufffd\ufffd\ufffd"], "summary level %r" % s["memory_levels"])
+        check(s["traces"][1]["n_accesses"] == 3, "3 writes of B")
+    p = run("trace", spec, text=False)
+    lines = [parse_json(l, "trace line") for l in p.stdout.splitlines()]
+    check(p.returncode == 0 and len(lines) == 6, "trace: 6 JSON lines (%d)" % len(lines))
+    if lines and lines[0] is not None:
+        check(lines[0] == {"t": 0, "einsum": einsum, "tensor": tensor_a, "write": False, "element": 0,
+                           "coords": [0]}, "the first line %r" % lines[0])
+        check({(l["tensor"], l["write"]) for l in lines if l} == {(tensor_a, False), (tensor_b, True)},
+              "the tensors and the 'write' key of the lines")
+    p = run("iterations", spec, text=False)
+    its = [parse_json(l, "iteration line") for l in p.stdout.splitlines()]
+    check(p.returncode == 0 and its == [{"t": t, "einsum": einsum, "origin": {"m": t}} for t in range(3)],
+          "iterations: one JSON line per timestep (%r)" % its)
+    # CSV and binary carry the bytes as given; the SVG is well-formed XML.
+    p = run("plot", spec, text=False)
+    try:
+        root = ET.fromstring(p.stdout)
+        labels = [e.text for e in root.iter() if e.get("class") == "title"]
+        check(p.returncode == 0 and len(labels) == 2, "plot: a well-formed SVG with two panels (%r)" % labels)
+    except ET.ParseError as e:
+        check(False, "plot of hostile names is not XML: %r" % e)
+
+
 def main():
-    return harness.main((test_tensor_filter_drops_levels,))
+    return harness.main((test_tensor_filter_drops_levels, test_version, test_misspellings,
+                         test_options_per_subcommand, test_nothing_selected, test_hostile_names_in_json))
 
 
 if __name__ == "__main__":
