@@ -341,16 +341,26 @@ TEST_CASE("plot: tick labels stay short on large axes") {
   CHECK(matches(svg, "class=\"xtick\"[^>]*>([^<]*)<") == std::vector<std::string>{"0", "1", "2", "3", "4"});
 }
 
-TEST_CASE("plot: markers keep a visible size on dense traces") {
-  Schedule s = fused(32, 8);  // 8192 timesteps in about 850 pixels: under 0.2 px a timestep
-  PlotOptions options;
-  options.max_points = 1'000'000;
-  PlotData d = build_plot(s, tensors({"T0"}), options);
+TEST_CASE("plot: markers keep a visible size; crowded timesteps make rasters") {
+  // 10^8 elements in 180 pixels: markers would be far under a pixel tall.
+  Schedule tall = th::compile_text(
+      "workload:\n  iteration_space_shape: {t: 0 <= t < 5}\n"
+      "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: A, projection: {E: 25000000 * t}}\n"
+      "    - {name: B, projection: [t], output: True}\n"
+      "mapping:\n  nodes:\n  - !Temporal {rank_variable: t, tile_shape: 1}\n  - !Compute {einsum: E}\n");
+  PlotData d = build_plot(tall, tensors({"A"}));
   REQUIRE(!d.raster);
-  const std::string svg = render_svg(d, options);
-  const auto widths = matches(svg, "class=\"points\"[^>]*stroke-width=\"([^\"]*)\"");
+  const auto widths = matches(render_svg(d), "class=\"points\"[^>]*stroke-width=\"([^\"]*)\"");
   REQUIRE(widths.size() == 1);
-  CHECK(std::stod(widths[0]) >= 3.0);
+  CHECK(std::stod(widths[0]) >= looptrace::kMinMarkerPixels);
+  // 256 timesteps fit across 846 pixels at 3 px each (282); 2048 do not, however few
+  // the accesses.
+  PlotOptions many_points;
+  many_points.max_points = 1'000'000;
+  CHECK(!build_plot(fused(8, 4), tensors({"T0"}), many_points).raster);
+  CHECK(build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
+  many_points.width = 6300;  // 6186 pixels: 2062 markers fit
+  CHECK(!build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
 }
 
 TEST_CASE("plot: a long trace stays a small file") {

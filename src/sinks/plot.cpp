@@ -260,7 +260,9 @@ class PlotBuilder {
         route.y = {info.strides[std::size_t(panel.rank)], panel.y_size};
       }
     }
-    data_.raster = plotted > plot_.max_points;
+    // Markers that would overlap in x read as hatching: past what fits, the raster.
+    const double fit = double(plot_.width - kPlotMargins) / kMinMarkerPixels;
+    data_.raster = plotted > plot_.max_points || double(data_.window.to - data_.window.from) > fit;
   }
 
   void make_rasters() {

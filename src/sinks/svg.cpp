@@ -18,8 +18,7 @@ namespace {
 // Raster cells: the series colour at an opacity that grows with the count (log scale).
 constexpr const char* kShadeOpacity[] = {"0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.85", "1"};
 constexpr int kShadeCount = 8;
-// Markers never shrink below this (pixels), so squares and triangles stay apart.
-constexpr double kMinMarker = 3.0, kMaxMarker = 8.0, kLegendMarker = 12.0;
+constexpr double kMaxMarker = 8.0, kLegendMarker = 12.0;  // pixels; the least is kMinMarkerPixels
 constexpr const char* kTileFill = "#fdd49e";
 constexpr const char* kTileStroke = "#e6550d";
 
@@ -139,7 +138,7 @@ void marker(std::string& d, bool write, double x, double y, double size) {
 
 // Where things go, in pixels: the legend on top, then the panels, then the time axis.
 struct Layout {
-  double width = 0, left = 90, right = 24, plot_width = 0;
+  double width = 0, left = 90, right = kPlotMargins - 90, plot_width = 0;
   double panel_height = 0, title_height = 22, gap = 16;
   double top_of_panels = 0;
 
@@ -230,9 +229,10 @@ class SvgPicture {
   // "4 timesteps × 2 elements": the panels share the columns; their rows differ when
   // their y ranges do ("× 4 elements or 2 elements").
   std::string cell_size() const {
-    auto amount = [](double v, const std::string& unit) {
+    auto amount = [](double v, const std::string& unit) {  // "4 timesteps", "~1092 elements", "2.5 ..."
       char buf[32];
-      std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f " : "%.3g ", v);
+      if (v == std::floor(v)) std::snprintf(buf, sizeof buf, "%.0f ", v);
+      else std::snprintf(buf, sizeof buf, v < 100 ? "%.3g " : "~%.0f ", v);
       return buf + unit + (v == 1 ? "" : "s");
     };
     const double per_column = double(d_.window.to - d_.window.from) / double(d_.panels.front().density.columns);
@@ -313,7 +313,7 @@ class SvgPicture {
   void points(const PlotPanel& p, double top) {
     const double length = double(d_.window.to - d_.window.from);
     const double cell = std::min(layout_.plot_width / length, layout_.panel_height / double(p.y_size));
-    const std::int64_t size = std::llround(std::clamp(cell * 0.8, kMinMarker, kMaxMarker) * 10);
+    const std::int64_t size = std::llround(std::clamp(cell * 0.8, kMinMarkerPixels, kMaxMarker) * 10);
     for (std::size_t first = 0; first < p.points.size();) {
       const std::uint32_t s = p.points[first].series;
       const PlotSeries& series = d_.series[s];

@@ -19,6 +19,11 @@ namespace looptrace {
 
 enum class PlotColor { einsum, access };
 
+// Markers are at least this wide (pixels), so squares and triangles stay apart; a
+// window with more timesteps than fit side by side at that size is drawn as rasters.
+inline constexpr double kMinMarkerPixels = 3.0;
+inline constexpr int kPlotMargins = 114;  // pixels left and right of the panels
+
 struct PlotOptions {
   PlotColor color_by = PlotColor::einsum;
   std::string rank;          // y is the coordinate along this rank; empty: the element
@@ -26,7 +31,8 @@ struct PlotOptions {
   // Zoom on y: only y in [y_from, y_to) (y_to < 0: to the end); a panel with no y in
   // the range is left out. The x zoom is the trace's window (--from / --to).
   std::int64_t y_from = 0, y_to = -1;
-  std::int64_t max_points = 150'000;  // more accesses than this: density rasters
+  // More accesses than this, or more timesteps than markers fit across: density rasters.
+  std::int64_t max_points = 150'000;
   std::int64_t raster_columns = 480, raster_rows = 120;  // at most, per panel
   int width = 960, panel_height = 180;  // pixels
   // Called now and then while the trace streams, with the timesteps of the window done.
