@@ -361,6 +361,16 @@ TEST_CASE("plot: markers keep a visible size; crowded timesteps make rasters") {
   CHECK(build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
   many_points.width = 6300;  // 6186 pixels: 2062 markers fit
   CHECK(!build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
+  // Cells cover whole timesteps and elements: 2048 timesteps in at most 280 columns is
+  // 8 a column (256 columns); T0's 128 elements in at most 60 rows is 3 a row (43 rows,
+  // the last one partly past the panel), W0's 64 is 2 a row.
+  PlotData d16 = build_plot(fused(16, 8), tensors({"T0", "W0"}));
+  REQUIRE(d16.raster);
+  CHECK(panel(d16, "T0").density.columns == 256);
+  CHECK(panel(d16, "T0").density.rows == 43);
+  CHECK(panel(d16, "W0").density.rows == 32);
+  CHECK(legend(render_svg(d16)).back() ==
+        "accesses per cell (1 to 8); a cell is 8 timesteps \u00d7 3 elements or 2 elements");
 }
 
 TEST_CASE("plot: a long trace stays a small file") {

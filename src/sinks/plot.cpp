@@ -265,12 +265,17 @@ class PlotBuilder {
     data_.raster = plotted > plot_.max_points || double(data_.window.to - data_.window.from) > fit;
   }
 
+  // Cells hold a whole number of timesteps and of y, so the legend can say what a cell
+  // is; the last column and row may reach past the window and the panel.
   void make_rasters() {
     const std::int64_t length = data_.window.to - data_.window.from;
+    auto ceil_div = [](std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); };
     for (auto& p : data_.panels) {
       DensityRaster& d = p.density;
-      d.columns = std::max<std::int64_t>(1, std::min(length, plot_.raster_columns));
-      d.rows = std::max<std::int64_t>(1, std::min(p.y_size, plot_.raster_rows));
+      d.timesteps_per_column = std::max<std::int64_t>(1, ceil_div(length, std::max<std::int64_t>(1, plot_.raster_columns)));
+      d.y_per_row = std::max<std::int64_t>(1, ceil_div(p.y_size, std::max<std::int64_t>(1, plot_.raster_rows)));
+      d.columns = std::max<std::int64_t>(1, ceil_div(length, d.timesteps_per_column));
+      d.rows = std::max<std::int64_t>(1, ceil_div(p.y_size, d.y_per_row));
       d.counts.assign(std::size_t(d.columns * d.rows), 0);
       d.series.assign(d.counts.size(), DensityRaster::kNoSeries);
       if (!plot_.memory_level.empty()) d.tiles.assign(d.counts.size(), 0);
@@ -278,12 +283,9 @@ class PlotBuilder {
   }
 
   std::int64_t column(const DensityRaster& d, std::int64_t t) const {
-    const std::int64_t length = data_.window.to - data_.window.from;
-    return std::int64_t((__int128(t - data_.window.from) * d.columns) / length);
+    return (t - data_.window.from) / d.timesteps_per_column;
   }
-  static std::int64_t row(const DensityRaster& d, std::int64_t y, std::int64_t y_size) {
-    return std::int64_t((__int128(y) * d.rows) / y_size);
-  }
+  static std::int64_t row(const DensityRaster& d, std::int64_t y_in_panel) { return y_in_panel / d.y_per_row; }
 
   void add(const AccessRecord& r) {
     const Route& route = routes_[r.trace];
@@ -295,7 +297,7 @@ class PlotBuilder {
     std::int64_t key = y;
     if (data_.raster) {
       DensityRaster& d = panel.density;
-      key = row(d, y - panel.y_first, panel.y_size);
+      key = row(d, y - panel.y_first);
       const auto at = std::size_t(key * d.columns + column(d, r.timestep));
       std::uint32_t& cell = d.counts[at];
       if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;

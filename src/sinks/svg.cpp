@@ -16,7 +16,7 @@ namespace looptrace {
 namespace {
 
 // Raster cells: the series colour at an opacity that grows with the count (log scale).
-constexpr const char* kShadeOpacity[] = {"0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.85", "1"};
+constexpr const char* kShadeOpacity[] = {"0.45", "0.52", "0.6", "0.68", "0.76", "0.84", "0.92", "1"};
 constexpr int kShadeCount = 8;
 constexpr double kMaxMarker = 8.0, kLegendMarker = 12.0;  // pixels; the least is kMinMarkerPixels
 constexpr const char* kTileFill = "#fdd49e";
@@ -229,20 +229,15 @@ class SvgPicture {
   // "4 timesteps × 2 elements": the panels share the columns; their rows differ when
   // their y ranges do ("× 4 elements or 2 elements").
   std::string cell_size() const {
-    auto amount = [](double v, const std::string& unit) {  // "4 timesteps", "~1092 elements", "2.5 ..."
-      char buf[32];
-      if (v == std::floor(v)) std::snprintf(buf, sizeof buf, "%.0f ", v);
-      else std::snprintf(buf, sizeof buf, v < 100 ? "%.3g " : "~%.0f ", v);
-      return buf + unit + (v == 1 ? "" : "s");
+    auto amount = [](std::int64_t v, const std::string& unit) {
+      return tick_label(v) + " " + unit + (v == 1 ? "" : "s");
     };
-    const double per_column = double(d_.window.to - d_.window.from) / double(d_.panels.front().density.columns);
     std::vector<std::string> rows;
     for (const auto& q : d_.panels) {
-      const std::string r = amount(double(q.y_size) / double(q.density.rows),
-                                   q.rank < 0 ? "element" : q.y_label() + " coordinate");
+      const std::string r = amount(q.density.y_per_row, q.rank < 0 ? "element" : q.y_label() + " coordinate");
       if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
     }
-    std::string out = amount(per_column, "timestep") + " \u00d7 ";
+    std::string out = amount(d_.panels.front().density.timesteps_per_column, "timestep") + " \u00d7 ";
     for (std::size_t i = 0; i < rows.size(); ++i) out += (i ? " or " : "") + rows[i];
     return out;
   }
@@ -380,11 +375,11 @@ class SvgPicture {
   std::map<int, std::string> runs(const PlotPanel& p, double top, Level&& level) const {
     const DensityRaster& r = p.density;
     std::map<int, std::string> paths;
-    auto x_at = [&](std::int64_t c) {
-      return layout_.left + double(c) / double(r.columns) * layout_.plot_width;
+    auto x_at = [&](std::int64_t c) {  // the left edge of column c, the last one cut at the window
+      return x_of(double(std::min(d_.window.from + c * r.timesteps_per_column, d_.window.to)));
     };
     auto y_at = [&](std::int64_t row) {
-      return top + layout_.panel_height - double(row) / double(r.rows) * layout_.panel_height;
+      return y_of(p, top, double(p.y_first + std::min(row * r.y_per_row, p.y_size)));
     };
     for (std::int64_t row = 0; row < r.rows; ++row)
       for (std::int64_t c = 0; c < r.columns;) {

@@ -33,7 +33,8 @@ struct PlotOptions {
   std::int64_t y_from = 0, y_to = -1;
   // More accesses than this, or more timesteps than markers fit across: density rasters.
   std::int64_t max_points = 150'000;
-  std::int64_t raster_columns = 480, raster_rows = 120;  // at most, per panel
+  // At most, per panel: cells of about 3 x 3 pixels at the default size.
+  std::int64_t raster_columns = 280, raster_rows = 60;
   int width = 960, panel_height = 180;  // pixels
   // Called now and then while the trace streams, with the timesteps of the window done.
   std::function<void(std::int64_t timesteps_done)> progress;
@@ -63,6 +64,7 @@ struct PlotBlock {
 struct DensityRaster {
   static constexpr std::uint16_t kNoSeries = 0xFFFF;
   std::int64_t columns = 0, rows = 0;
+  std::int64_t timesteps_per_column = 1, y_per_row = 1;  // what one cell covers
   std::vector<std::uint32_t> counts;  // saturating
   std::vector<std::uint16_t> series;  // per cell: into PlotData::series; kNoSeries if empty
   std::vector<std::uint8_t> tiles;    // 1 where a memory-level tile covers the cell
