@@ -6,15 +6,17 @@ memory levels, JSON output for hostile names.
 usage: test_edges.py PATH/TO/looptrace
 
 Prints one line per failed check and 'N passed, M failed' last; exits 1 on any failure."""
+import collections
 import json
 import os
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import harness
 
-from harness import check, run, write  # noqa: E402
+from harness import EXE, check, run, write  # noqa: E402
 
 # Two fused matmuls (N=6): DRAM holds A, B, C, Y; Buffer holds Z, one window per m tile.
 # Per m tile: 3 n-tiles x 4 m x 5 k = 60 steps of Z, then 4 m x 3 n-tiles = 12 of Y.
@@ -221,9 +223,52 @@ def test_hostile_names_in_json():
         check(False, "plot of hostile names is not XML: %r" % e)
 
 
+def test_lru_cache_example():
+    exe = os.path.join(os.path.dirname(os.path.dirname(EXE)), "examples", "lru_cache")
+    if not os.path.exists(exe):
+        print("no %s (examples not built): skipped" % exe)
+        return
+    example = [os.path.join(ROOT, "examples", "specs", f) for f in ("matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml")]
+    defines = ["-D", "N_EINSUMS=2", "-D", "M=8", "-D", "KN=4"]
+    for args, words in ((["abc", *example], "CAPACITY must be a whole number of elements, at least 1, not 'abc'"),
+                        (["0", *example], "not '0'"),
+                        (["-3", *example], "not '-3'"),
+                        (["99999999999999999999999", *example], "too large"),
+                        (["16"], "no spec file"),
+                        (["16", "no-such.yaml"], "cannot read the spec file 'no-such.yaml'"),
+                        (["16", *example, "-D"], "-D takes KEY=VALUE"),
+                        (["16", *example, "-D", "X"], "-D takes KEY=VALUE, not 'X'"),
+                        (["16", *example, "--capacity", "3"], "unknown option '--capacity'")):
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2 and words in p.stderr and "usage: lru_cache" in p.stderr and p.stdout == "",
+              "lru_cache %s exits 2 saying %r (rc %d, %r)" % (args[:1], words, p.returncode, p.stderr))
+    # A good run: per tensor, the hits of an LRU cache of 16 (tensor, element) pairs fed
+    # by `looptrace trace`, worked out here.
+    p = subprocess.run([exe, "16", *example, *defines], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and p.stdout.startswith("LRU cache of 16 elements over 256 timesteps"),
+          "lru_cache 16 runs (rc %d, %r)" % (p.returncode, p.stderr))
+    cache, stats = collections.OrderedDict(), {}
+    for line in run("trace", *example, *defines).stdout.splitlines():
+        a = json.loads(line)
+        key = (a["tensor"], a["element"])
+        hit = key in cache
+        if hit:
+            cache.move_to_end(key)
+        else:
+            cache[key] = True
+            if len(cache) > 16:
+                cache.popitem(last=False)
+        h, n = stats.get(a["tensor"], (0, 0))
+        stats[a["tensor"]] = (h + hit, n + 1)
+    for tensor, (h, n) in sorted(stats.items()):
+        want = "  %s: %d hits / %d accesses" % (tensor, h, n)
+        check(want in p.stdout, "lru_cache reports %r (%r)" % (want, p.stdout))
+
+
 def main():
     return harness.main((test_tensor_filter_drops_levels, test_version, test_misspellings,
-                         test_options_per_subcommand, test_nothing_selected, test_hostile_names_in_json))
+                         test_options_per_subcommand, test_nothing_selected, test_hostile_names_in_json,
+                         test_lru_cache_example))
 
 
 if __name__ == "__main__":
