@@ -9,9 +9,9 @@ namespace looptrace::cli {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
   std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  for (const auto& s : items) out += (out.empty() ? "" : separator) + s;
   return out;
 }
 
@@ -37,11 +37,7 @@ std::string filter_reason(const Schedule& s, const TraceOptions& o) {
     accessed.push_back(e + (tensors.empty() ? " computes in no leaf" : " accesses " + join(tensors)));
   }
   return "no Einsum of --einsums " + join(o.einsums) + " accesses a tensor of --tensors " + join(o.tensors) +
-         " (" + [&] {
-           std::string out;
-           for (const auto& a : accessed) out += (out.empty() ? "" : "; ") + a;
-           return out;
-         }() + ")";
+         " (" + join(accessed, "; ") + ")";
 }
 
 std::string window_reason(const Schedule& s, const TraceOptions& o, const TimeSelection& selection) {

@@ -111,19 +111,16 @@ std::optional<std::string> unknown_argument(const CLI::App& app, const std::vect
     }
     if (current != &app) continue;  // a file or an option's value
     std::vector<std::string> names;
-    for (const CLI::App* sub : subcommands_of(app)) {
-      if (sub->get_name() == arg) {
-        current = sub;
-        break;
-      }
-      names.push_back(sub->get_name());
+    for (const CLI::App* sub : subcommands_of(app)) names.push_back(sub->get_name());
+    const auto sub = std::find(names.begin(), names.end(), arg);
+    if (sub != names.end()) {
+      current = subcommands_of(app)[std::size_t(sub - names.begin())];
+      continue;
     }
-    if (current == &app) {
-      std::string message = "unknown subcommand '" + arg + "'";
-      if (auto near = closest(arg, names)) return message + "; did you mean '" + *near + "'?";
-      if (auto nearest = closest(arg, names, true)) message += "; the closest is '" + *nearest + "'";
-      return message + " (subcommands: " + join(names, ", ") + ")";
-    }
+    std::string message = "unknown subcommand '" + arg + "'";
+    if (auto near = closest(arg, names)) return message + "; did you mean '" + *near + "'?";
+    if (auto nearest = closest(arg, names, true)) message += "; the closest is '" + *nearest + "'";
+    return message + " (subcommands: " + join(names, ", ") + ")";
   }
   return std::nullopt;
 }
