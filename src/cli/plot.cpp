@@ -97,7 +97,7 @@ void add_plot_command(CLI::App& app) {
     const TimeRange window = TimeSelection::from_options(options, schedule.n_timesteps).window;
     PlotData data;
     {
-      ProgressBar progress(window.to - window.from, "timesteps");
+      ProgressBar progress(window.to - window.from, "timesteps", plot->output == "-");
       plot->plot.progress = [&progress](std::int64_t done) { progress.update(done); };
       data = build_plot(schedule, options, plot->plot);
     }

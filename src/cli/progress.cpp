@@ -53,8 +53,9 @@ std::string progress_line(std::int64_t done, std::int64_t total, double elapsed,
   return line;
 }
 
-ProgressBar::ProgressBar(std::int64_t total, std::string unit)
-    : total_(total), unit_(std::move(unit)), enabled_(isatty(STDERR_FILENO) == 1),
+ProgressBar::ProgressBar(std::int64_t total, std::string unit, bool streams_to_stdout)
+    : total_(total), unit_(std::move(unit)),
+      enabled_(isatty(STDERR_FILENO) == 1 && !(streams_to_stdout && isatty(STDOUT_FILENO) == 1)),
       start_(Clock::now()), last_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }

@@ -25,7 +25,9 @@ std::string progress_line(std::int64_t done, std::int64_t total, double elapsed,
 
 class ProgressBar {
  public:
-  ProgressBar(std::int64_t total, std::string unit);  // enabled when stderr is a terminal
+  // Enabled when stderr is a terminal, unless the run streams to stdout and stdout is
+  // a terminal too (the bar would break the lines it writes).
+  ProgressBar(std::int64_t total, std::string unit, bool streams_to_stdout = false);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;

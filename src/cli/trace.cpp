@@ -24,7 +24,7 @@ void add_trace_command(CLI::App& app) {
     OutputBuffer out(STDOUT_FILENO);
     auto sink = make_sink(*format, schedule, out);
     const TimeRange window = stream.selection().window;
-    ProgressBar progress(window.to - window.from, "timesteps");
+    ProgressBar progress(window.to - window.from, "timesteps", /*streams_to_stdout=*/true);
     std::uint64_t written = 0;
     sink->begin();
     for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
