@@ -231,6 +231,8 @@ std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& windo
       });
       t.cut = std::move(e.cut);
     }
+  // A level none of whose tensors pass the tensor filter is dropped, as the reference does.
+  if (!tensors.empty()) std::erase_if(out, [](const LevelWindows& l) { return l.tensors.empty(); });
   return out;
 }
 

@@ -109,7 +109,8 @@ TEST_CASE("sinks: CSV and JSON quoting") {
   CHECK(looptrace::csv_field("two\nlines") == "\"two\nlines\"");
   CHECK(looptrace::json_quote("x") == "\"x\"");
   CHECK(looptrace::json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  CHECK(looptrace::json_quote("\n\t") == "\"\\u000a\\u0009\"");
+  CHECK(looptrace::json_quote("\n\t\x1b") == "\"\\n\\t\\u001b\"");
+  CHECK(looptrace::json_quote("a\xff") == "\"a\xef\xbf\xbd\"");  // invalid UTF-8: U+FFFD
 }
 
 TEST_CASE("sinks: binary header and records, read back byte by byte") {

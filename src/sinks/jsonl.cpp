@@ -1,22 +1,29 @@
 // JSON Lines: {"t": 5, "einsum": "Conv", "tensor": "I", "write": false, "element": 7, "coords": [7]}
+#include <algorithm>
 #include <array>
 #include <charconv>
+
+#include <nlohmann/json.hpp>
 
 #include "looptrace/sinks/formats.hpp"
 
 namespace looptrace {
 
 std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {  // built piecewise: GCC 12 warns falsely (-Wrestrict) on "\"" + string
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    out += s;
+    out += '"';
+    return out;
   }
-  return out + "\"";
+  // Anything else is written as the summary's JSON writes it: control characters
+  // escaped, each invalid UTF-8 sequence replaced by U+FFFD.
+  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

@@ -12,9 +12,16 @@ namespace looptrace {
 
 std::string PlotPanel::title() const {
   std::string out = tensor + " (";
-  for (std::size_t r = 0; r < ranks.size(); ++r)
+  std::int64_t full = 1;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
     out += (r ? ", " : "") + ranks[r] + "=" + std::to_string(shape[r]);
-  return out + ")";
+    full *= shape[r];
+  }
+  out += ")";
+  if (rank >= 0) full = shape[std::size_t(rank)];
+  if (y_first > 0 || y_size < full)
+    out += ", " + y_label() + " [" + std::to_string(y_first) + ", " + std::to_string(y_first + y_size) + ")";
+  return out;
 }
 
 std::string PlotPanel::y_label() const { return rank < 0 ? "element" : ranks[std::size_t(rank)]; }
@@ -24,6 +31,8 @@ namespace {
 constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f",
                                     "#76b7b2", "#edc948", "#ff9da7", "#e15759", "#bab0ac"};
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+// A raster cell that more than one colour touched (Einsums, or reads and writes).
+constexpr std::uint16_t kMixedColor = 0xFFFE;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -186,11 +195,14 @@ class PlotBuilder {
 
   PlotData run(const TraceOptions& options) {
     AccessStream stream(schedule_, options);
-    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch())
+    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
       for (const AccessRecord& r : batch) add(r);
+      if (plot_.progress) plot_.progress(batch.back().timestep + 1 - data_.window.from);
+    }
     for (std::size_t p = 0; p < trackers_.size(); ++p)
       trackers_[p].finish([&](const WindowTracker::Closed& w) { close_window(p, w); });
-    if (!data_.raster) name_series();
+    if (data_.raster) name_raster_series();
+    else name_series();
     return std::move(data_);
   }
 
@@ -198,10 +210,12 @@ class PlotBuilder {
   struct Route {
     int panel = -1;
     std::uint32_t series = 0;  // raw: einsum * 2 + is_output, or is_output
+    std::uint32_t color = 0;   // raw raster colour: the Einsum, or is_output
     YMap y;
   };
 
   void make_panels(const std::vector<std::string>& tensors) {
+    std::vector<std::string> sizes;  // for the error of a zoom that misses every panel
     for (const auto& name : tensors) {
       const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.find_tensor(name))];
       PlotPanel p;
@@ -211,8 +225,18 @@ class PlotBuilder {
         p.rank = int(r - info.ranks.begin());
         p.y_size = info.shape[std::size_t(p.rank)];
       }
+      // The y zoom: what of [y_from, y_to) the panel has.
+      const std::int64_t lo = std::min(plot_.y_from, p.y_size);
+      const std::int64_t hi = plot_.y_to < 0 ? p.y_size : std::min(plot_.y_to, p.y_size);
+      sizes.push_back(name + " " + std::to_string(p.y_size));
+      if (hi <= lo) continue;
+      p.y_first = lo, p.y_size = hi - lo;
       data_.panels.push_back(std::move(p));
     }
+    if (data_.panels.empty())
+      throw SpecError("the y range [" + std::to_string(plot_.y_from) + ", " +
+                      (plot_.y_to < 0 ? std::string("end") : std::to_string(plot_.y_to)) +
+                      ") holds no y of the plotted tensors (their sizes: " + join(sizes) + ")");
   }
 
   // Which panel and series each trace feeds; decides points or rasters from the counts.
@@ -228,33 +252,40 @@ class PlotBuilder {
       plotted += count.n_accesses;
       route.series = plot_.color_by == PlotColor::einsum ? std::uint32_t(t.einsum_index * 2 + t.is_output)
                                                         : std::uint32_t(t.is_output);
+      // A raster cell has a colour, not a shape: the Einsum, or read vs write.
+      route.color = plot_.color_by == PlotColor::einsum ? std::uint32_t(t.einsum_index) : route.series;
       const PlotPanel& panel = data_.panels[std::size_t(route.panel)];
       if (panel.rank >= 0) {
         const TensorInfo& info = schedule_.tensors[std::size_t(t.tensor_index)];
         route.y = {info.strides[std::size_t(panel.rank)], panel.y_size};
       }
     }
-    data_.raster = plotted > plot_.max_points;
+    // Markers that would overlap in x read as hatching: past what fits, the raster.
+    const double fit = double(plot_.width - kPlotMargins) / kMinMarkerPixels;
+    data_.raster = plotted > plot_.max_points || double(data_.window.to - data_.window.from) > fit;
   }
 
+  // Cells hold a whole number of timesteps and of y, so the legend can say what a cell
+  // is; the last column and row may reach past the window and the panel.
   void make_rasters() {
     const std::int64_t length = data_.window.to - data_.window.from;
+    auto ceil_div = [](std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); };
     for (auto& p : data_.panels) {
       DensityRaster& d = p.density;
-      d.columns = std::max<std::int64_t>(1, std::min(length, plot_.raster_columns));
-      d.rows = std::max<std::int64_t>(1, std::min(p.y_size, plot_.raster_rows));
+      d.timesteps_per_column = std::max<std::int64_t>(1, ceil_div(length, std::max<std::int64_t>(1, plot_.raster_columns)));
+      d.y_per_row = std::max<std::int64_t>(1, ceil_div(p.y_size, std::max<std::int64_t>(1, plot_.raster_rows)));
+      d.columns = std::max<std::int64_t>(1, ceil_div(length, d.timesteps_per_column));
+      d.rows = std::max<std::int64_t>(1, ceil_div(p.y_size, d.y_per_row));
       d.counts.assign(std::size_t(d.columns * d.rows), 0);
+      d.series.assign(d.counts.size(), DensityRaster::kNoSeries);
       if (!plot_.memory_level.empty()) d.tiles.assign(d.counts.size(), 0);
     }
   }
 
   std::int64_t column(const DensityRaster& d, std::int64_t t) const {
-    const std::int64_t length = data_.window.to - data_.window.from;
-    return std::int64_t((__int128(t - data_.window.from) * d.columns) / length);
+    return (t - data_.window.from) / d.timesteps_per_column;
   }
-  static std::int64_t row(const DensityRaster& d, std::int64_t y, std::int64_t y_size) {
-    return std::int64_t((__int128(y) * d.rows) / y_size);
-  }
+  static std::int64_t row(const DensityRaster& d, std::int64_t y_in_panel) { return y_in_panel / d.y_per_row; }
 
   void add(const AccessRecord& r) {
     const Route& route = routes_[r.trace];
@@ -262,12 +293,19 @@ class PlotBuilder {
     const auto p = std::size_t(route.panel);
     PlotPanel& panel = data_.panels[p];
     const std::int64_t y = route.y(r.element);
+    if (y < panel.y_first || y - panel.y_first >= panel.y_size) return;  // outside the zoom
     std::int64_t key = y;
     if (data_.raster) {
       DensityRaster& d = panel.density;
-      key = row(d, y, panel.y_size);
-      std::uint32_t& cell = d.counts[std::size_t(key * d.columns + column(d, r.timestep))];
+      key = row(d, y - panel.y_first);
+      const auto at = std::size_t(key * d.columns + column(d, r.timestep));
+      std::uint32_t& cell = d.counts[at];
       if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;
+      // Raw colour until the end: the only one seen in the cell, or kMixedColor.
+      std::uint16_t& color = d.series[at];
+      const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
+      if (color == DensityRaster::kNoSeries) color = raw;
+      else if (color != raw) color = kMixedColor;
     } else {
       panel.points.push_back({r.timestep, y, route.series});
     }
@@ -314,6 +352,34 @@ class PlotBuilder {
     }
     for (auto& panel : data_.panels)
       for (auto& pt : panel.points) pt.series = used[pt.series];
+  }
+
+  // Raster colours: the Einsums (or read, write) present, then the mix if any.
+  void name_raster_series() {
+    std::map<std::uint16_t, std::uint16_t> used;
+    for (const auto& panel : data_.panels)
+      for (std::uint16_t raw : panel.density.series)
+        if (raw != DensityRaster::kNoSeries) used[raw] = 0;
+    const bool by_einsum = plot_.color_by == PlotColor::einsum;
+    for (auto& [raw, index] : used) {
+      index = std::uint16_t(data_.series.size());
+      PlotSeries s;
+      if (raw == kMixedColor) {
+        s.label = by_einsum ? "several Einsums" : "read and write";
+        s.color = by_einsum ? "#555555" : "#8e44ad";
+      } else if (by_einsum) {
+        s.label = schedule_.einsums[raw];
+        s.color = kPalette[raw % std::size(kPalette)];
+      } else {
+        s.is_output = raw == 1;
+        s.label = s.is_output ? "write" : "read";
+        s.color = s.is_output ? "#e15759" : "#4e79a7";
+      }
+      data_.series.push_back(std::move(s));
+    }
+    for (auto& panel : data_.panels)
+      for (std::uint16_t& raw : panel.density.series)
+        if (raw != DensityRaster::kNoSeries) raw = used[raw];
   }
 
   const Schedule& schedule_;

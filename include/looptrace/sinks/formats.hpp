@@ -37,7 +37,9 @@ inline char* write_int(char* p, std::int64_t value) {
   return end;
 }
 
-std::string json_quote(std::string_view s);  // a JSON string literal
+// A JSON string literal that any JSON parser reads, whatever the bytes: control
+// characters escaped (\n, \u001b), each invalid UTF-8 sequence replaced by U+FFFD.
+std::string json_quote(std::string_view s);
 std::string csv_field(std::string_view s);   // quoted when it must be
 
 std::unique_ptr<AccessSink> make_jsonl_sink(const Schedule& schedule, OutputBuffer& out);
