@@ -5,6 +5,7 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/plot.hpp"
+#include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 
@@ -30,7 +31,6 @@ namespace {
 
 constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f",
                                     "#76b7b2", "#edc948", "#ff9da7", "#e15759", "#bab0ac"};
-constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 // A raster cell that more than one colour touched (Einsums, or reads and writes).
 constexpr std::uint16_t kMixedColor = 0xFFFE;
 
@@ -48,75 +48,25 @@ struct YMap {
   }
 };
 
-// The open tile windows of one (level, tensor): each collects its live span and the y
-// keys touched, and becomes a block when it ends. Windows arrive sorted by start and
-// accesses in time order, so at most the overlapping windows are open at once.
-class WindowTracker {
- public:
-  struct Closed {
-    std::int64_t first, last;
-    std::vector<std::int64_t> keys;  // sorted, distinct
-  };
+// The tile of one (Storage node, tensor) in its open window, for the blocks: its live
+// span (first to last touch) and the y keys touched. Keys stay bounded by the distinct
+// keys of a window (exact y, or raster rows).
+struct OpenTile {
+  std::int64_t first = -1, last = -1;
+  std::vector<std::int64_t> keys;
+  std::size_t compacted = 0;
 
-  explicit WindowTracker(std::vector<TimeRange> windows) : windows_(std::move(windows)) {
-    next_event_ = windows_.empty() ? kNever : windows_.front().from;
+  void touch(std::int64_t t, std::int64_t key) {
+    if (first < 0) first = t;
+    last = t;
+    if (keys.empty() || keys.back() != key) keys.push_back(key);
+    if (keys.size() >= 2 * compacted + 4096) compact();
   }
-
-  template <class OnClose>
-  void touch(std::int64_t t, std::int64_t key, OnClose&& on_close) {
-    if (t >= next_event_) move_to(t, on_close);
-    for (Open& w : open_) {
-      if (w.first < 0) w.first = t;
-      w.last = t;
-      if (w.keys.empty() || w.keys.back() != key) w.keys.push_back(key);
-      if (w.keys.size() >= 2 * w.compacted + 4096) compact(w);
-    }
+  void compact() {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    compacted = keys.size();
   }
-
-  template <class OnClose>
-  void finish(OnClose&& on_close) {
-    move_to(kNever, on_close);
-  }
-
- private:
-  struct Open {
-    TimeRange window;
-    std::int64_t first = -1, last = -1;
-    std::vector<std::int64_t> keys;
-    std::size_t compacted = 0;
-  };
-
-  // Keys stay bounded by the distinct keys of a window (exact y, or raster rows).
-  static void compact(Open& w) {
-    std::sort(w.keys.begin(), w.keys.end());
-    w.keys.erase(std::unique(w.keys.begin(), w.keys.end()), w.keys.end());
-    w.compacted = w.keys.size();
-  }
-
-  template <class OnClose>
-  void move_to(std::int64_t t, OnClose& on_close) {
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < open_.size(); ++i) {
-      Open& w = open_[i];
-      if (w.window.to > t) {
-        if (kept != i) open_[kept] = std::move(w);  // a self-move would empty the keys
-        ++kept;
-      } else if (w.first >= 0) {
-        compact(w);
-        on_close(Closed{w.first, w.last, std::move(w.keys)});
-      }
-    }
-    open_.resize(kept);
-    for (; next_ < windows_.size() && windows_[next_].from <= t; ++next_)
-      if (windows_[next_].to > t) open_.push_back(Open{windows_[next_], -1, -1, {}, 0});
-    next_event_ = next_ < windows_.size() ? windows_[next_].from : kNever;
-    for (const Open& w : open_) next_event_ = std::min(next_event_, w.window.to);
-  }
-
-  std::vector<TimeRange> windows_;
-  std::size_t next_ = 0;
-  std::vector<Open> open_;
-  std::int64_t next_event_ = kNever;
 };
 
 std::vector<Interval> runs_of(const std::vector<std::int64_t>& sorted_keys) {
@@ -187,20 +137,18 @@ class PlotBuilder {
     if (!plot.memory_level.empty()) check_memory_level(summary, data_.panels, plot.memory_level);
     route_traces(summary);
     if (data_.raster) make_rasters();
-    for (const auto& p : data_.panels)
-      trackers_.emplace_back(plot.memory_level.empty()
-                                 ? std::vector<TimeRange>{}
-                                 : summary.tile_lifetime(plot.memory_level, p.tensor));
   }
 
   PlotData run(const TraceOptions& options) {
-    AccessStream stream(schedule_, options);
-    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
-      for (const AccessRecord& r : batch) add(r);
-      if (plot_.progress) plot_.progress(batch.back().timestep + 1 - data_.window.from);
+    if (plot_.memory_level.empty()) {
+      AccessStream stream(schedule_, options);
+      for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
+        for (const AccessRecord& r : batch) add(r);
+        if (plot_.progress) plot_.progress(batch.back().timestep + 1 - data_.window.from);
+      }
+    } else {
+      run_with_windows(options);
     }
-    for (std::size_t p = 0; p < trackers_.size(); ++p)
-      trackers_[p].finish([&](const WindowTracker::Closed& w) { close_window(p, w); });
     if (data_.raster) name_raster_series();
     else name_series();
     return std::move(data_);
@@ -287,13 +235,46 @@ class PlotBuilder {
   }
   static std::int64_t row(const DensityRaster& d, std::int64_t y_in_panel) { return y_in_panel / d.y_per_row; }
 
-  void add(const AccessRecord& r) {
+  // The memory level's tiles from the tile_windows stage: each access lands in the
+  // window of the Storage node holding it; a window that closes becomes a block.
+  void run_with_windows(const TraceOptions& options) {
+    std::vector<std::string> tensors;
+    for (const auto& p : data_.panels) tensors.push_back(p.tensor);
+    auto windows = trace_pipeline(schedule_, options) | tile_windows(plot_.memory_level, tensors);
+    std::vector<std::vector<OpenTile>> tiles(schedule_.storages.size());  // [node][panel]
+    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+      for (const WindowEvent& e : step.events) {
+        auto& open = tiles[e.storage];
+        if (e.kind == WindowEvent::Kind::open) {
+          open.assign(data_.panels.size(), OpenTile{});
+          continue;
+        }
+        for (std::size_t p = 0; p < open.size(); ++p)
+          if (open[p].first >= 0) {
+            open[p].compact();
+            close_window(p, open[p]);
+          }
+        open.clear();
+      }
+      for (const AccessRecord& r : step.accesses) {
+        const std::int64_t key = add(r);
+        const int h = windows.holder(r.trace);
+        if (key < 0 || h < 0 || tiles[std::size_t(h)].empty()) continue;
+        tiles[std::size_t(h)][std::size_t(routes_[r.trace].panel)].touch(r.timestep, key);
+      }
+      if (plot_.progress && !step.accesses.empty())
+        plot_.progress(step.accesses.back().timestep + 1 - data_.window.from);
+    }
+  }
+
+  // Plots one access; returns its y key (the y, or the raster row), or -1 if not plotted.
+  std::int64_t add(const AccessRecord& r) {
     const Route& route = routes_[r.trace];
-    if (route.panel < 0) return;
+    if (route.panel < 0) return -1;
     const auto p = std::size_t(route.panel);
     PlotPanel& panel = data_.panels[p];
     const std::int64_t y = route.y(r.element);
-    if (y < panel.y_first || y - panel.y_first >= panel.y_size) return;  // outside the zoom
+    if (y < panel.y_first || y - panel.y_first >= panel.y_size) return -1;  // outside the zoom
     std::int64_t key = y;
     if (data_.raster) {
       DensityRaster& d = panel.density;
@@ -309,11 +290,11 @@ class PlotBuilder {
     } else {
       panel.points.push_back({r.timestep, y, route.series});
     }
-    trackers_[p].touch(r.timestep, key, [&](const WindowTracker::Closed& w) { close_window(p, w); });
+    return key;
   }
 
   // A window ended: its block in point mode, its cells in raster mode (keys are rows).
-  void close_window(std::size_t p, const WindowTracker::Closed& w) {
+  void close_window(std::size_t p, const OpenTile& w) {
     PlotPanel& panel = data_.panels[p];
     ++panel.n_blocks;
     if (!data_.raster) {
@@ -386,7 +367,6 @@ class PlotBuilder {
   const PlotOptions& plot_;
   PlotData data_;
   std::vector<Route> routes_;
-  std::vector<WindowTracker> trackers_;
 };
 
 }  // namespace
