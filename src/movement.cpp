@@ -1,6 +1,7 @@
 #include "looptrace/movement.hpp"
 
 #include <algorithm>
+#include <future>
 
 #include "looptrace/error.hpp"
 #include "looptrace/stages/window_traffic.hpp"
@@ -31,11 +32,16 @@ void PeakTracker::finalize(const Segment& s) {
   if (peak_.timestep < 0 || s.max > peak_.value) peak_ = {s.max, s.at};
 }
 
-MovementReport summarize_movement(const Schedule& s, const TraceOptions& options) {
-  if (options.sample_timesteps)
-    throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
-                    "or --shard, not --sample-timesteps");
-  auto traffic = trace_pipeline(s, options) | tile_windows({}, options.tensors) | window_traffic();
+namespace {
+
+// The report of the Storage nodes of some levels (all when `levels` is empty).
+MovementReport movement_of(const Schedule& s, const TraceOptions& options, const std::vector<std::string>& levels) {
+  std::vector<std::uint32_t> nodes;
+  for (std::size_t n = 0; n < s.storages.size(); ++n)
+    if (levels.empty() || std::find(levels.begin(), levels.end(), s.storages[n].level) != levels.end())
+      nodes.push_back(std::uint32_t(n));
+  WindowTraffic<TileWindows<TracePipeline>> traffic(
+      TileWindows<TracePipeline>(trace_pipeline(s, options), nodes, options.tensors), false);
   MovementReport report;
   report.from = traffic.clip().from;
   report.n_timesteps = traffic.clip().to;
@@ -107,6 +113,33 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
     report.levels[l].peak_footprint = peaks[l].peak();
     if (has_bytes[l]) report.levels[l].peak_footprint_bytes = peak_bytes[l].peak();
   }
+  return report;
+}
+
+}  // namespace
+
+MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {
+  if (options.sample_timesteps)
+    throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
+                    "or --shard, not --sample-timesteps");
+  if (threads <= 1 || s.memory_levels.size() <= 1) return movement_of(s, options, {});
+  // Windows cut at a timestep boundary would be filled twice, so workers split the
+  // levels, not time: each streams the whole selection and keeps its levels' tiles.
+  const std::size_t n = std::min<std::size_t>(std::size_t(threads), s.memory_levels.size());
+  std::vector<std::vector<std::string>> share(n);
+  for (std::size_t l = 0; l < s.memory_levels.size(); ++l) share[l % n].push_back(s.memory_levels[l]);
+  std::vector<std::future<MovementReport>> parts;
+  for (std::size_t i = 1; i < n; ++i)
+    parts.push_back(std::async(std::launch::async, [&, i] { return movement_of(s, options, share[i]); }));
+  MovementReport report = movement_of(s, options, share[0]);
+  for (auto& part : parts) {
+    MovementReport r = part.get();
+    for (auto& level : r.levels) report.levels.push_back(std::move(level));
+  }
+  std::sort(report.levels.begin(), report.levels.end(), [&](const LevelMovement& a, const LevelMovement& b) {
+    return std::find(s.memory_levels.begin(), s.memory_levels.end(), a.level) <
+           std::find(s.memory_levels.begin(), s.memory_levels.end(), b.level);
+  });
   return report;
 }
 

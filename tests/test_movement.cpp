@@ -7,6 +7,7 @@
 
 #include "helpers.hpp"
 #include "looptrace/movement.hpp"
+#include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"
 
@@ -249,5 +250,21 @@ TEST_CASE("movement: TileSet counts fills and drains, dense and hashed alike") {
     // Emptied: the same elements are new again.
     CHECK(set.touch(9, false));
     CHECK(set.close().fills == 1);
+  }
+}
+
+TEST_CASE("movement: workers that share the levels give the same report") {
+  for (const auto& files : std::vector<std::vector<std::string>>{
+           {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+           {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+           {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"}}) {
+    CAPTURE(files[1]);
+    const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
+                                                  {"KN", std::int64_t(4)}});
+    TraceOptions o;
+    o.to = s.n_timesteps * 2 / 3;  // cut windows too
+    const std::string one = movement_json(summarize_movement(s, o)).dump();
+    CHECK(movement_json(summarize_movement(s, o, 2)).dump() == one);
+    CHECK(movement_json(summarize_movement(s, o, 5)).dump() == one);
   }
 }

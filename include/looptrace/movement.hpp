@@ -70,6 +70,7 @@ class PeakTracker {
 };
 
 // Throws SpecError for a sampled selection (movement needs whole stretches of time).
-MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options = {});
+// `threads` workers share the memory levels (the report is the same).
+MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options = {}, int threads = 1);
 
 }  // namespace looptrace

@@ -15,9 +15,13 @@ void add_movement_command(CLI::App& app) {
   auto format = std::make_shared<std::string>("json");
   args->add_to(*cmd);
   cmd->add_option("--format", *format, "json or text")->capture_default_str()->check(CLI::IsMember({"json", "text"}));
-  cmd->callback([args, format] {
+  auto threads = std::make_shared<int>(1);
+  cmd->add_option("--threads", *threads, "Workers, each keeping the tiles of some memory levels (the output is the same)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([args, format, threads] {
     Schedule schedule = args->load();
-    const MovementReport report = summarize_movement(schedule, args->resolved());
+    const MovementReport report = summarize_movement(schedule, args->resolved(), *threads);
     OutputBuffer out(STDOUT_FILENO);
     if (*format == "text") {
       out.write(movement_text(report));
