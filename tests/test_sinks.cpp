@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "helpers.hpp"
-#include "looptrace/sinks/formats.hpp"
+#include "sinks/formats.hpp"  // internal: json_quote, write_int
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/sinks/summary_json.hpp"

@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "empty_selection.hpp"
 #include "looptrace/iterations.hpp"
-#include "looptrace/sinks/formats.hpp"
+#include "../sinks/formats.hpp"
 #include "looptrace/sinks/output.hpp"
 
 namespace looptrace::cli {

@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstddef>
 
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 

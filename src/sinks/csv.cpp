@@ -1,7 +1,7 @@
 // Tidy CSV, one row per access (the reference's to_dataframe() columns, then the
 // coordinates separated by spaces):
 //   timestep,einsum,tensor,is_output,element,coords
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 

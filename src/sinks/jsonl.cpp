@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 

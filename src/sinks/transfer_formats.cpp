@@ -1,7 +1,7 @@
 #include "looptrace/sinks/transfer_formats.hpp"
 
 #include "looptrace/error.hpp"
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 

@@ -1,4 +1,5 @@
-// The access formats of `looptrace trace --format`: JSON Lines, CSV, binary records.
+// Internal to the sinks: the access formats of `looptrace trace --format` (JSON Lines,
+// CSV, binary records) and the text helpers they share. Not installed.
 #pragma once
 
 #include <cstdint>
