@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <map>
 #include <random>
 
 #include "looptrace/movement.hpp"
@@ -125,6 +126,31 @@ void BM_OneOp_Batch(benchmark::State& state) {
   run_batches(state, huge(), o);
 }
 void BM_OneOp_Binary(benchmark::State& state) { run_format(state, huge(), "binary", kOneOpPrefix); }
+// AccelForge's own one-op mappings of four chained matmuls (M = KN = 256): 6.7e7 timesteps.
+const Schedule& matmuls(const char* mapping) {
+  static std::map<std::string, Schedule> cache;
+  auto [it, fresh] = cache.try_emplace(mapping);
+  if (fresh)
+    it->second = load({"matmuls.yaml", mapping},
+                      {{"N_EINSUMS", std::int64_t(4)}, {"M", std::int64_t(256)}, {"KN", std::int64_t(256)}});
+  return it->second;
+}
+void BM_OneOp_Fused_Binary(benchmark::State& state) {
+  const Schedule& s = matmuls("fused_matmuls_to_simple.mapping.yaml");
+  run_format(state, s, "binary", s.n_timesteps);
+}
+void BM_OneOp_Fused_Jsonl(benchmark::State& state) {
+  const Schedule& s = matmuls("fused_matmuls_to_simple.mapping.yaml");
+  run_format(state, s, "jsonl", s.n_timesteps / 4);
+}
+void BM_OneOp_Unfused_Binary(benchmark::State& state) {
+  const Schedule& s = matmuls("unfused_matmuls_to_simple.mapping.yaml");
+  run_format(state, s, "binary", s.n_timesteps);
+}
+void BM_OneOp_Unfused_Jsonl(benchmark::State& state) {
+  const Schedule& s = matmuls("unfused_matmuls_to_simple.mapping.yaml");
+  run_format(state, s, "jsonl", s.n_timesteps / 4);
+}
 void BM_OneOp_Jsonl(benchmark::State& state) { run_format(state, huge(), "jsonl", kOneOpPrefix / 5); }
 
 // The latency of the first batch after --from T, for T spread over 1e12 timesteps.
@@ -239,6 +265,10 @@ BENCHMARK(BM_Format_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_OneOp_Batch)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_OneOp_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_OneOp_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Fused_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Fused_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Unfused_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Unfused_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Seek_Huge)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TileWindows_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -2,6 +2,7 @@
 // CSV, binary records) and the text helpers they share. Not installed.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -19,10 +20,15 @@ inline char* write_int(char* p, std::int64_t value) {
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
+  static constexpr std::uint64_t kPow10[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+      10000000ull, 100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+      10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+      100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull};
   std::uint64_t v = std::uint64_t(value);
   if (value < 0) *p++ = '-', v = 0 - v;
-  int n = 1;
-  for (std::uint64_t x = v; x >= 10; x /= 10) ++n;
+  // Digits from the bit width (log10(2) ~ 1233 / 4096), corrected by one comparison.
+  const int t = int((std::bit_width(v | 1) * 1233) >> 12);
+  const int n = t + 1 - ((v | 1) < kPow10[t]);
   char* end = p + n;
   char* q = end;
   while (v >= 100) {

@@ -69,15 +69,21 @@ class JsonlSink final : public AccessSink {
  public:
   JsonlSink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out), coords_(s.traces.size()) {
     // Everything between the timestep and the element is fixed per trace.
-    for (const auto& t : s.traces)
-      middle_.push_back(", \"einsum\": " + json_quote(t.einsum) + ", \"tensor\": " +
-                        json_quote(t.tensor) + ", \"write\": " + (t.is_output ? "true" : "false") +
-                        ", \"element\": ");
+    for (const auto& t : s.traces) {
+      const std::string text = ", \"einsum\": " + json_quote(t.einsum) + ", \"tensor\": " +
+                               json_quote(t.tensor) + ", \"write\": " + (t.is_output ? "true" : "false") +
+                               ", \"element\": ";
+      Fixed m;
+      m.size = text.size();
+      if (m.size <= sizeof m.text) std::memcpy(m.text, text.data(), m.size);
+      else m.long_text = text;
+      middle_.push_back(std::move(m));
+    }
   }
 
   void write(std::span<const AccessRecord> batch) override {
     for (const AccessRecord& r : batch) {
-      const std::string& middle = middle_[r.trace];
+      const Fixed& middle = middle_[r.trace];
       const TensorInfo& tensor = schedule_.tensors[std::size_t(schedule_.traces[r.trace].tensor_index)];
       CoordsText& c = coords_[r.trace];
       c.update(r.element, tensor.shape);
@@ -85,15 +91,22 @@ class JsonlSink final : public AccessSink {
         timestep_ = r.timestep;
         timestep_size_ = std::size_t(write_int(timestep_text_, r.timestep) - timestep_text_);
       }
-      char* p = out_.reserve(middle.size() + 64 + c.size);
+      // Room for whole fixed-size copies: each copies its buffer and moves by its length.
+      char* p = out_.reserve(sizeof middle.text + 2 * sizeof timestep_text_ + 48 + c.text.size());
       p = put(p, "{\"t\": ");
-      std::memcpy(p, timestep_text_, timestep_size_);
+      std::memcpy(p, timestep_text_, sizeof timestep_text_);
       p += timestep_size_;
-      std::memcpy(p, middle.data(), middle.size());
-      p += middle.size();
+      if (middle.size <= sizeof middle.text) {
+        std::memcpy(p, middle.text, sizeof middle.text);
+        p += middle.size;
+      } else {
+        std::memcpy(p, middle.long_text.data(), middle.size);
+        p += middle.size;
+      }
       p = write_int(p, r.element);
       p = put(p, ", \"coords\": [");
-      std::memcpy(p, c.text.data(), c.size);
+      if (c.size <= 32) std::memcpy(p, c.text.data(), 32);
+      else std::memcpy(p, c.text.data(), c.size);
       p += c.size;
       p = put(p, "]}\n");
       out_.commit(p);
@@ -108,7 +121,14 @@ class JsonlSink final : public AccessSink {
   }
   const Schedule& schedule_;
   OutputBuffer& out_;
-  std::vector<std::string> middle_;
+  // The text between the timestep and the element, fixed per trace: short ones in a
+  // buffer copied whole (a constant-size copy is a few moves, not a call).
+  struct Fixed {
+    char text[96] = {};
+    std::size_t size = 0;
+    std::string long_text;
+  };
+  std::vector<Fixed> middle_;
   std::vector<CoordsText> coords_;  // per trace
   std::int64_t timestep_ = -1;
   char timestep_text_[24] = {};
