@@ -270,10 +270,88 @@ def test_head():
     check(p.returncode == 0 and p.stderr == "", "movement --format text | head -1: rc %d %r" % (p.returncode, p.stderr))
 
 
+def dram_model(requests, banks, row_bytes, cycles_per_timestep):
+    """examples/transfer_model's DRAM, recomputed: each request's outcome (hit, miss or
+    conflict of a bank's open row) and when the last bank is done (16-cycle timings)."""
+    open_row, free_at, outcomes, finish = {}, {}, [], 0
+    for r in requests:
+        global_row = r["address"] // row_bytes
+        bank, row = global_row % banks, global_row // banks
+        outcome = "miss" if bank not in open_row else "hit" if open_row[bank] == row else "conflict"
+        outcomes.append(outcome)
+        open_row[bank] = row
+        free_at[bank] = max(free_at.get(bank, 0), r["t"] * cycles_per_timestep) + \
+            {"hit": 16, "miss": 32, "conflict": 48}[outcome]
+        finish = max(finish, free_at[bank])
+    return outcomes, finish
+
+
+def test_transfer_model_example():
+    exe = os.path.join(os.path.dirname(os.path.dirname(EXE)), "examples", "transfer_model")
+    if not os.path.exists(exe):
+        print("no %s (examples not built): skipped" % exe)
+        return
+    usage = "usage: transfer_model LEVEL SPEC.yaml..."
+    for args, words in (([], "no LEVEL and no spec file"),
+                        (["MainMemory"], "no spec file"),
+                        (["--banks", *CONV1D], "the first argument is the LEVEL, not '--banks'"),
+                        (["MainMemory", "no-such.yaml"], "cannot read the spec file 'no-such.yaml'"),
+                        (["MainMemory", *CONV1D, "--banks", "0"], "--banks takes a whole number from 1 to 65536, not '0'"),
+                        (["MainMemory", *CONV1D, "--banks", "abc"], "not 'abc'"),
+                        (["MainMemory", *CONV1D, "--row-bytes", "-8"], "--row-bytes takes a whole number"),
+                        (["MainMemory", *CONV1D, "--line-bytes", "4x"], "not '4x'"),
+                        (["MainMemory", *CONV1D, "--line-bytes"], "--line-bytes takes a value"),
+                        (["MainMemory", *CONV1D, "--row-bytes", "100", "--line-bytes", "64"],
+                         "--row-bytes (100) must be a multiple of --line-bytes (64)"),
+                        (["MainMemory", *CONV1D, "-D", "X"], "-D takes KEY=VALUE, not 'X'"),
+                        (["MainMemory", *CONV1D, "--rows", "3"], "unknown option '--rows'")):
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2 and words in p.stderr and usage in p.stderr and p.stdout == "",
+              "transfer_model %s exits 2 saying %r (rc %d, %r)" % (args[:1], words, p.returncode, p.stderr))
+    p = subprocess.run([exe, "L2", *CONV1D], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "'L2', which no Storage node has" in p.stderr, "an unknown level: exit 2 (%r)" % p.stderr)
+
+    # The worked example by hand: I, W, O in rows 0, 2, 4 of 2048 bytes, so banks 0, 2
+    # and 4 of 8; each opens its row once (3 misses) and hits it 7 times. O's bank is
+    # busiest at the end: written at t=3 (32 cycles, free at 35), then a hit every 3
+    # cycles that waits for the previous one: 35 + 7 x 16 = 147.
+    p = subprocess.run([exe, "MainMemory", *CONV1D], capture_output=True, text=True, timeout=60)
+    for want in ("requests: 24 (16 reads, 8 writes)", "row hits: 21", "row misses: 3", "row conflicts: 0",
+                 "estimated cycles: 147", "  O: 0 reads, 8 writes, 7 row hits"):
+        check(p.returncode == 0 and want in p.stdout.splitlines(), "transfer_model on conv1d says %r (%r)" % (want, p.stdout))
+
+    # Small rows over few banks, so that there are hits and conflicts, recomputed here
+    # from `looptrace transfers --format jsonl`.
+    conv2d = [os.path.join(ROOT, "tests", "specs", f) for f in ("conv2d.workload.yaml", "conv2d.mapping.yaml")]
+    for spec, level, banks, row, line, cycles in (
+            (conv2d, "DRAM", 4, 32, 4, 3),
+            (FUSED + ["-D", "N_EINSUMS=2", "-D", "M=8", "-D", "KN=4"], "MainMemory", 2, 16, 1, 1),
+            (MATMULS + ["-D", "N_EINSUMS=2", "-D", "M=4", "-D", "KN=4"], "MainMemory", 2, 64, 4, 2)):
+        reqs = jsonl(*spec, "--level", level, "--line-bytes", str(line))
+        outcomes, finish = dram_model(reqs, banks, row, cycles)
+        p = subprocess.run([exe, level, *spec, "--banks", str(banks), "--row-bytes", str(row), "--line-bytes",
+                            str(line), "--cycles-per-timestep", str(cycles)], capture_output=True, text=True, timeout=60)
+        lines = p.stdout.splitlines()
+        want = ["requests: %d (%d reads, %d writes)" % (len(reqs), sum(r["op"] == "read" for r in reqs),
+                                                        sum(r["op"] == "write" for r in reqs)),
+                "row hits: %d" % outcomes.count("hit"), "row misses: %d" % outcomes.count("miss"),
+                "row conflicts: %d" % outcomes.count("conflict"), "estimated cycles: %d" % finish]
+        for tensor in sorted({r["tensor"] for r in reqs}):
+            mine = [(r, o) for r, o in zip(reqs, outcomes) if r["tensor"] == tensor]
+            want.append("  %s: %d reads, %d writes, %d row hits" % (
+                tensor, sum(r["op"] == "read" for r, _ in mine), sum(r["op"] == "write" for r, _ in mine),
+                sum(o == "hit" for _, o in mine)))
+        check(p.returncode == 0 and [l for l in lines[2:] if l] == want,
+              "transfer_model %s --banks %d --row-bytes %d --line-bytes %d: want %r, got %r" %
+              (level, banks, row, line, want, lines[2:]))
+        check(outcomes.count("conflict") > 0 and outcomes.count("hit") > 0,
+              "the case has hits and conflicts (%d, %d)" % (outcomes.count("hit"), outcomes.count("conflict")))
+
+
 def main():
     return harness.main((test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
                          test_errors, test_worked_example_transfers, test_simulator_formats,
-                         test_shards_concatenate, test_head))
+                         test_shards_concatenate, test_head, test_transfer_model_example))
 
 
 if __name__ == "__main__":
