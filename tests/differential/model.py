@@ -12,6 +12,7 @@ Everything is enumerated: every loop iteration, every spatial instance, every po
 Standard library only.  `load_files()` (used for self-checks against the conformance
 corpus and to re-run saved failures) needs PyYAML and jinja2 and imports them lazily.
 """
+import bisect
 import itertools
 import json
 import math
@@ -353,6 +354,7 @@ class Model:
     def __init__(self, spec):
         self.einsums = load_workload(spec["workload"])
         self.by_name = {e.name: e for e in self.einsums}
+        self.spec = spec
         self.root = {"__tag__": "Nested", "nodes": spec["mapping"]["nodes"]}
         self._dur = {}
         self.leaves = []
@@ -436,6 +438,7 @@ class Model:
     def _run(self):
         self.compute = [dict() for _ in self.leaves]  # leaf -> {t: set(points)}
         self.windows = {}  # level -> tensor -> set((s, e))
+        self.node_windows = {}  # id(Storage node) -> [(s, e)], one per window, in walk order
         self.leaf_index = {id(l): k for k, l in enumerate(self.leaves)}
         self.n_timesteps = self.duration(self.root, {})
         self.walk(self.root, 0, {}, [dict()])
@@ -444,6 +447,7 @@ class Model:
         comp = storage.get("component")
         if not comp:
             return
+        self.node_windows.setdefault(id(storage), []).append((s, e))
         for t in storage.get("tensors", []) or []:
             self.windows.setdefault(comp, {}).setdefault(str(t), set()).add((s, e))
 
@@ -643,6 +647,220 @@ class Model:
             "traces": [{"einsum": en, "tensor": tn, "is_output": o, "n_accesses": counts.get((en, tn), 0)}
                        for _, en, tn, o in traces],
         }
+
+
+    # ---------------------------------------------------------------- data movement
+    def storage_nodes(self):
+        """(nodes, chains): the Storage nodes with a component, in the order they are met
+        (a Nested's own Storage children before its continuation, a split's in listed
+        order between its branches), and per leaf index the nodes above it, outermost
+        first (a split's Storage children above every one of its branches)."""
+        if hasattr(self, "_storage_nodes"):
+            return self._storage_nodes, self._chains
+        nodes, chains = [], {}
+
+        def visit(n, chain):
+            t = tag(n)
+            if t == "Compute":
+                chains[self.leaf_index[id(n)]] = list(chain)
+            elif t == "Nested":
+                chain = list(chain)
+                for c in children(n):
+                    if tag(c) == "Storage" and c.get("component"):
+                        nodes.append(c)
+                        chain.append(len(nodes) - 1)
+                c = continuation(n)
+                if c is not None:
+                    visit(c, chain)
+            elif t in SPLITS:
+                spanning, below = [], []
+                for c in children(n):
+                    if tag(c) == "Storage" and c.get("component"):
+                        nodes.append(c)
+                        spanning.append(len(nodes) - 1)
+                    if tag(c) in BODY:
+                        before = set(chains)
+                        visit(c, chain)
+                        below += [l for l in chains if l not in before]
+                for l in below:
+                    chains[l][len(chain):len(chain)] = spanning
+
+        visit(self.root, [])
+        self._storage_nodes, self._chains = nodes, chains
+        return nodes, chains
+
+    def parent(self, k, tensor):
+        """The nearest Storage node above node k holding tensor (an index), or -1: home."""
+        nodes, chains = self.storage_nodes()
+        for li in sorted(chains):
+            ch = chains[li]
+            if k in ch:
+                for p in reversed(ch[:ch.index(k)]):
+                    if tensor in [str(x) for x in nodes[p].get("tensors", []) or []]:
+                        return p
+                return -1
+        return -1
+
+    def bytes_per_value(self, tensor):
+        """bits_per_value rounded up to whole bytes (None when the workload gives none):
+        a tensor access's own value wins, then the workload's dict by name, by 'A | B',
+        then 'All', or the workload's single number."""
+        wl = self.spec["workload"]
+        bits = None
+        for e in wl.get("einsums", []):
+            if isinstance(e, dict):
+                for a in e.get("tensor_accesses", []) or []:
+                    if a.get("name") == tensor and a.get("bits_per_value") is not None:
+                        bits = a["bits_per_value"]
+        if bits is None:
+            b = wl.get("bits_per_value")
+            if isinstance(b, dict):
+                named = [v for k, v in b.items() if tensor in [x.strip() for x in str(k).split("|")]]
+                bits = b[tensor] if tensor in b else named[0] if named else b.get("All")
+            else:
+                bits = b
+        return None if bits is None else -(-int(bits) // 8)
+
+    def window_tiles(self, frm, to, tensors=None, einsums=None):
+        """[(node index, tensor, [(start, end, tile, filled, drained)])] per (node, tensor)
+        with the tensor traced: each window cut to [frm, to) (dropped if nothing is left);
+        tile/filled/drained are sets of coords, from the accesses in the window of the
+        leaves below the node (reads before writes within a timestep)."""
+        tset = None if tensors is None else set(tensors)
+        eset = None if einsums is None else set(einsums)
+        nodes, chains = self.storage_nodes()
+        by = {}  # (leaf, tensor) -> [(t, is_output, coords)]
+        for t, li, tensor, o, c in self.raw_accesses():
+            if frm <= t < to and (eset is None or self.leaves[li]["einsum"] in eset):
+                by.setdefault((li, tensor), []).append((t, o, c))
+        out = []
+        for k, node in enumerate(nodes):
+            below = [li for li, ch in chains.items() if k in ch]
+            windows = sorted((max(s, frm), min(e, to)) for s, e in self.node_windows.get(id(node), [])
+                             if max(s, frm) < min(e, to))
+            for x in [str(x) for x in node.get("tensors", []) or []]:
+                if tset is not None and x not in tset:
+                    continue
+                acc = sorted(a for li in below for a in by.get((li, x), []))  # False (read) first
+                times = [a[0] for a in acc]
+                per = []
+                for s, e in windows:
+                    first_read, written = {}, set()
+                    for t, o, c in acc[bisect.bisect_left(times, s):bisect.bisect_left(times, e)]:
+                        first_read.setdefault(c, not o)
+                        if o:
+                            written.add(c)
+                    per.append((s, e, set(first_read), {c for c, r in first_read.items() if r}, written))
+                out.append((k, x, per))
+        return out
+
+    @staticmethod
+    def _peak(spans, frm, to):
+        """(largest sum, first timestep) over the timesteps some span covers; (0, -1) if none."""
+        if not spans:
+            return 0, -1
+        size = [0] * (to - frm + 1)
+        cover = [0] * (to - frm + 1)
+        for s, e, v in spans:
+            size[s - frm] += v; size[e - frm] -= v
+            cover[s - frm] += 1; cover[e - frm] -= 1
+        best, at, cur, cov = 0, -1, 0, 0
+        for t in range(frm, to):
+            cur += size[t - frm]; cov += cover[t - frm]
+            if cov > 0 and (at < 0 or cur > best):
+                best, at = cur, t
+        return best, at
+
+    def movement(self, frm=0, to=None, tensors=None, einsums=None, with_bytes=True):
+        """Like `looptrace movement` JSON over the traced window [frm, to)."""
+        n = self.n_timesteps
+        to = n if to is None else min(to, n)
+        frm = min(frm, to)
+        nodes, _ = self.storage_nodes()
+        levels = {}
+        for k, x, per in self.window_tiles(frm, to, tensors, einsums):
+            lvl = levels.setdefault(nodes[k]["component"], {"tensors": {}, "spans": []})
+            m = lvl["tensors"].setdefault(x, {"tensor": x, "home": False, "windows": 0, "max_tile": 0,
+                                              "fills": 0, "drains": 0})
+            m["home"] = m["home"] or self.parent(k, x) < 0
+            for s, e, tile, filled, drained in per:
+                m["windows"] += 1
+                m["max_tile"] = max(m["max_tile"], len(tile))
+                m["fills"] += len(filled)
+                m["drains"] += len(drained)
+                lvl["spans"].append((s, e, x, len(tile)))
+        out = []
+        for name in self.levels:
+            if name not in levels:
+                continue
+            lvl = levels[name]
+            value, at = self._peak([(s, e, v) for s, e, _, v in lvl["spans"]], frm, to)
+            entry = {"level": name, "peak_footprint": {"elements": value, "timestep": at}}
+            bpv = {x: self.bytes_per_value(x) for x in lvl["tensors"]} if with_bytes else {}
+            if with_bytes and all(b is not None for b in bpv.values()):
+                value, at = self._peak([(s, e, v * bpv[x]) for s, e, x, v in lvl["spans"]], frm, to)
+                entry["peak_footprint_bytes"] = {"bytes": value, "timestep": at}
+            for x, m in lvl["tensors"].items():
+                if bpv.get(x) is not None:
+                    b = bpv[x]
+                    m.update(bytes_per_value=b, max_tile_bytes=m["max_tile"] * b,
+                             fill_bytes=m["fills"] * b, drain_bytes=m["drains"] * b)
+            entry["tensors"] = list(lvl["tensors"].values())
+            out.append(entry)
+        return {"n_timesteps": to, "from": frm, "truncated": frm > 0 or to < n, "levels": out}
+
+    def transfers(self, level, line_bytes=64, align=4096, max_timesteps=None, frm=None, to=None,
+                  shard=None, tensors=None, einsums=None, with_bytes=True):
+        """Like `looptrace transfers --format jsonl`, as dicts. The trace is the prefix
+        [0, N) (child windows cut at N only); --from/--to/--shard keep its requests whose
+        t lies in the selected part, plus those at N when a non-empty part ends there (an
+        empty part keeps nothing, so that shards still concatenate to the whole)."""
+        n = self.n_timesteps
+        N = n if max_timesteps is None else min(int(max_timesteps), n)
+        a, b = (frm or 0), (N if to is None else min(to, N))
+        a = min(a, b)
+        if shard:
+            i, k = shard
+            length = b - a
+            a, b = a + length * i // k, a + length * (i + 1) // k
+        order = self.summary(tensors=tensors, einsums=einsums)["tensors"]
+        shapes = self.shapes()
+        base, size, nxt = {}, {}, 0
+        for x in order:
+            nxt = -(-nxt // align) * align
+            base[x] = nxt
+            size[x] = max(1, (self.bytes_per_value(x) if with_bytes else None) or 1)
+            count = 1
+            for d in shapes[x]:
+                count *= d
+            nxt += count * size[x]
+
+        def lines(x, elements):
+            out = set()
+            for c in elements:
+                e = 0
+                for v, d in zip(c, shapes[x]):
+                    e = e * d + v
+                addr = base[x] + e * size[x]
+                out.update(range(addr // line_bytes, (addr + size[x] - 1) // line_bytes + 1))
+            return sorted(out)
+
+        nodes, _ = self.storage_nodes()
+        reqs = []
+        for k, x, per in self.window_tiles(0, N, tensors, einsums):
+            p = self.parent(k, x)
+            if p < 0 or nodes[p]["component"] != level:
+                continue
+            child = nodes[k]["component"]
+            for s, e, _tile, filled, drained in per:
+                for ln in lines(x, drained):
+                    reqs.append((e, 0, ln * line_bytes, child, x))
+                for ln in lines(x, filled):
+                    reqs.append((s, 1, ln * line_bytes, child, x))
+        reqs.sort()
+        return [{"t": t, "op": "read" if op else "write", "address": addr, "level": level, "child": child,
+                 "tensor": x}
+                for t, op, addr, child, x in reqs if a <= t < b or (t == b == N and a < b)]
 
 
 # ---------------------------------------------------------------- YAML loading (optional)

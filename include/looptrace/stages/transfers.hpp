@@ -110,7 +110,11 @@ class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
     bool operator()(const TransferRequest& a, const TransferRequest& b) const {
       if (a.timestep != b.timestep) return a.timestep > b.timestep;
       if (a.write != b.write) return !a.write;
-      return a.address > b.address;
+      if (a.address != b.address) return a.address > b.address;
+      // Two children asking for one line at once: a fixed order, or the heap's order
+      // would depend on what else is pending and shards would not concatenate.
+      if (a.child != b.child) return a.child > b.child;
+      return a.tensor > b.tensor;
     }
   };
   bool is_child(const TileTraffic& t) const {
@@ -162,14 +166,23 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   // requests at its end to the window that starts there.
   options.report_end = options.report.to == std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
   TraceOptions whole = o;  // the trace that runs the straddling windows whole
-  const TimeRange run = transfer_trace_window(s, children, options.report);
+  // A child window ending at report.from drains at report.from: the probe starts one
+  // timestep earlier so that this window runs whole too (else its drains are lost, or
+  // counted over the part of it inside the window, and shards do not concatenate).
+  TimeRange probe = options.report;
+  if (!probe.empty() && probe.from > 0) --probe.from;
+  const TimeRange run = transfer_trace_window(s, children, probe);
   whole.shard.reset();
   whole.from = run.from, whole.to = run.to;
   auto traffic = trace_pipeline(s, whole);
-  // The summary's tensor order: traced tensors in order of first trace.
+  // The summary's tensor order: traced tensors in order of first trace (the einsum
+  // filter drops traces too, as the summary's `tensors` does).
+  auto kept = [](const std::vector<std::string>& filter, const std::string& name) {
+    return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
+  };
   std::vector<std::string> order;
   for (const auto& t : s.traces)
-    if ((o.tensors.empty() || std::find(o.tensors.begin(), o.tensors.end(), t.tensor) != o.tensors.end()) &&
+    if (kept(o.tensors, t.tensor) && kept(o.einsums, t.einsum) &&
         std::find(order.begin(), order.end(), t.tensor) == order.end())
       order.push_back(t.tensor);
   AddressMap addresses = AddressMap::make(s, order, options.align);
