@@ -51,9 +51,10 @@ TimeRange transfer_trace_window(const Schedule& s, const std::vector<std::uint32
   for (std::uint32_t c : children) {
     const StorageWindows& node = s.storages[c];
     if (node.duration <= 0) continue;
-    // The window holding `report.from`, and the one holding `report.to - 1`.
+    // The window holding `report.from` or ending there (its drains are at `from`), and
+    // the one holding `report.to - 1`.
     TimeOdometer starts = node.starts();
-    starts.seek(report.from - node.duration + 1);
+    starts.seek(report.from - node.duration);
     if (!starts.done() && starts.time() <= report.from) run.from = std::min(run.from, starts.time());
     starts.seek(report.to - node.duration);
     if (!starts.done() && starts.time() < report.to) run.to = std::max(run.to, starts.time() + node.duration);

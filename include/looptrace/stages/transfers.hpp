@@ -56,7 +56,8 @@ std::vector<std::uint32_t> children_of(const Schedule& schedule, const std::stri
                                        const std::vector<std::string>& tensors);
 
 // The traced window for transfers that cover [from, to) of the whole run exactly: the
-// children's windows that straddle an edge are taken whole.
+// children's windows that straddle an edge, or end at `from` (their drains happen
+// there), are taken whole.
 TimeRange transfer_trace_window(const Schedule& schedule, const std::vector<std::uint32_t>& children,
                                 TimeRange report);
 
@@ -166,12 +167,7 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   // requests at its end to the window that starts there.
   options.report_end = options.report.to == std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
   TraceOptions whole = o;  // the trace that runs the straddling windows whole
-  // A child window ending at report.from drains at report.from: the probe starts one
-  // timestep earlier so that this window runs whole too (else its drains are lost, or
-  // counted over the part of it inside the window, and shards do not concatenate).
-  TimeRange probe = options.report;
-  if (!probe.empty() && probe.from > 0) --probe.from;
-  const TimeRange run = transfer_trace_window(s, children, probe);
+  const TimeRange run = transfer_trace_window(s, children, options.report);
   whole.shard.reset();
   whole.from = run.from, whole.to = run.to;
   auto traffic = trace_pipeline(s, whole);

@@ -131,7 +131,8 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
         continue;
       }
       flush_writes();  // every access before this timestep is in
-      return on_events(step.events);
+      const auto out = on_events(step.events);
+      if (!out.empty()) return out;  // (events of nodes with no traced tensor give none)
     }
   }
   std::span<const TileTraffic> next_values() { return next(); }
