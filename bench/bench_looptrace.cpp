@@ -9,7 +9,10 @@
 
 #include <random>
 
+#include "looptrace/movement.hpp"
 #include "looptrace/sinks/sink.hpp"
+#include "looptrace/stages/tile_windows.hpp"
+#include "looptrace/stages/transfers.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 
@@ -58,7 +61,7 @@ void run_batches(benchmark::State& state, const Schedule& s, TraceOptions o = {}
   for (auto _ : state) {
     AccessStream stream(s, o);
     std::int64_t sum = 0;
-    for (auto b = stream.next_batch(1024); !b.empty(); b = stream.next_batch(1024)) {
+    for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) {
       total += std::int64_t(b.size());
       sum += b.back().element;
     }
@@ -89,15 +92,15 @@ void BM_Range_TiledGemm(benchmark::State& state) {
   report_rss(state);
 }
 
-void run_format(benchmark::State& state, const std::string& format, std::int64_t to) {
+void run_format(benchmark::State& state, const Schedule& s, const std::string& format, std::int64_t to) {
   TraceOptions o;
   o.to = to;
   int fd = ::open("/dev/null", O_WRONLY);
   std::int64_t total = 0;
   for (auto _ : state) {
     OutputBuffer out(fd);
-    AccessStream stream(gemm(), o);
-    auto sink = make_sink(format, gemm(), out);
+    AccessStream stream(s, o);
+    auto sink = make_sink(format, s, out);
     sink->begin();
     for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch()) {
       sink->write(b);
@@ -110,9 +113,19 @@ void run_format(benchmark::State& state, const std::string& format, std::int64_t
   report_rss(state);
 }
 
-void BM_Format_Jsonl(benchmark::State& state) { run_format(state, "jsonl", gemm().n_timesteps / 32); }
-void BM_Format_Csv(benchmark::State& state) { run_format(state, "csv", gemm().n_timesteps / 32); }
-void BM_Format_Binary(benchmark::State& state) { run_format(state, "binary", gemm().n_timesteps / 4); }
+void BM_Format_Jsonl(benchmark::State& state) { run_format(state, gemm(), "jsonl", gemm().n_timesteps / 32); }
+void BM_Format_Csv(benchmark::State& state) { run_format(state, gemm(), "csv", gemm().n_timesteps / 32); }
+void BM_Format_Binary(benchmark::State& state) { run_format(state, gemm(), "binary", gemm().n_timesteps / 4); }
+
+// One operation per timestep (tile_shape 1 down to the Compute): 3 records a timestep.
+constexpr std::int64_t kOneOpPrefix = 100'000'000;
+void BM_OneOp_Batch(benchmark::State& state) {
+  TraceOptions o;
+  o.max_timesteps = kOneOpPrefix;
+  run_batches(state, huge(), o);
+}
+void BM_OneOp_Binary(benchmark::State& state) { run_format(state, huge(), "binary", kOneOpPrefix); }
+void BM_OneOp_Jsonl(benchmark::State& state) { run_format(state, huge(), "jsonl", kOneOpPrefix / 5); }
 
 // The latency of the first batch after --from T, for T spread over 1e12 timesteps.
 void BM_Seek_Huge(benchmark::State& state) {
@@ -121,8 +134,8 @@ void BM_Seek_Huge(benchmark::State& state) {
   for (auto _ : state) {
     TraceOptions o;
     o.from = pick(rng);
-    AccessStream stream(huge(), o);
-    benchmark::DoNotOptimize(stream.next_batch(1).data());
+    AccessStream stream(huge(), o, 1);
+    benchmark::DoNotOptimize(stream.next_batch().data());
   }
   state.counters["timesteps"] = double(huge().n_timesteps);
   report_rss(state);
@@ -143,6 +156,69 @@ void BM_Sample_Huge(benchmark::State& state) {
   report_rss(state);
 }
 
+// The composed pipeline with tile windows: every access lands in its GlobalBuffer
+// window, counted per window through the batch interface.
+void BM_TileWindows_TiledGemm(benchmark::State& state) {
+  TraceOptions o;
+  o.to = gemm().n_timesteps / 4;
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    auto windows = trace_pipeline(gemm(), o) | tile_windows("GlobalBuffer");
+    std::int64_t in_window = 0, n_windows = 0;
+    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+      n_windows += std::int64_t(step.events.size());
+      in_window += std::int64_t(step.accesses.size());
+    }
+    total += in_window;
+    benchmark::DoNotOptimize(n_windows);
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+
+// Accesses processed per second by `movement` (tiles, fills, drains, peaks of every level).
+void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to) {
+  TraceOptions o;
+  o.to = to;
+  const std::int64_t accesses = [&] {
+    std::int64_t n = 0;
+    for (const auto& t : summarize(s, o).traces) n += t.n_accesses;
+    return n;
+  }();
+  std::int64_t total = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(summarize_movement(s, o).levels.size());
+    total += accesses;
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  report_rss(state);
+}
+void BM_Movement_TiledGemm(benchmark::State& state) { run_movement(state, gemm(), gemm().n_timesteps / 8); }
+void BM_Movement_HugeGemm(benchmark::State& state) { run_movement(state, huge(), 20'000'000); }
+
+// The DRAM transfer trace (requests between DRAM and GlobalBuffer), accesses processed per second.
+void run_transfers(benchmark::State& state, const Schedule& s, std::int64_t to) {
+  TraceOptions o;
+  o.to = to;
+  std::int64_t accesses = 0;
+  for (const auto& t : summarize(s, o).traces) accesses += t.n_accesses;
+  std::int64_t total = 0, requests = 0;
+  for (auto _ : state) {
+    TransferOptions t;
+    t.level = "DRAM";
+    auto stage = transfer_pipeline(s, o, t);
+    for (auto b = stage.next_batch(); !b.empty(); b = stage.next_batch()) requests += std::int64_t(b.size());
+    total += accesses;
+  }
+  state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
+  state.counters["requests"] = double(requests) / double(state.iterations());
+  report_rss(state);
+}
+void BM_Transfers_TiledGemm(benchmark::State& state) { run_transfers(state, gemm(), gemm().n_timesteps / 8); }
+// One GlobalBuffer window of huge_gemm (K x 64 x 64 timesteps): the transfer trace runs
+// whole windows, so a window's worth is what it processes.
+void BM_Transfers_HugeGemm(benchmark::State& state) { run_transfers(state, huge(), 10240 * 64 * 64); }
+
 // AccelForge's matmuls.yaml + fused_matmuls_to_simple, N_EINSUMS=2 M=128 KN=128: 1.26e7 accesses.
 void BM_Summary_FusedMatmuls(benchmark::State& state) {
   static Schedule s = load({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
@@ -160,8 +236,16 @@ BENCHMARK(BM_Batch_FusedChain)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Format_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Format_Csv)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Format_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Batch)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Binary)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_OneOp_Jsonl)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Seek_Huge)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TileWindows_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Movement_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Movement_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Transfers_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Transfers_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Summary_FusedMatmuls)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -4,7 +4,8 @@
 //
 // The cache holds CAPACITY elements (of any tensor); an access hits when its element
 // is resident. The trace is pulled lazily, so any schedule length works.
-#include <cstdlib>
+#include <charconv>
+#include <fstream>
 #include <iostream>
 #include <list>
 #include <map>
@@ -54,41 +55,73 @@ class LruCache {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::cerr << "usage: lru_cache CAPACITY SPEC.yaml... [-D KEY=VALUE]...\n";
-    return 2;
-  }
-  const std::size_t capacity = std::strtoull(argv[1], nullptr, 10);
+namespace {
+
+struct UsageError {
+  std::string message;
+};
+
+struct Arguments {
+  std::size_t capacity = 0;
   std::vector<std::string> files;
   looptrace::JinjaVariables vars;
+};
+
+// Checked as looptrace checks its own: CAPACITY a whole number of at least 1 (strtoull
+// would read "abc" as 0), files that exist, -D KEY=VALUE, no unknown option.
+Arguments parse_arguments(int argc, char** argv) {
+  if (argc < 3) throw UsageError{argc < 2 ? "no CAPACITY and no spec file" : "no spec file"};
+  Arguments out;
+  const std::string capacity = argv[1];
+  const auto [end, error] = std::from_chars(capacity.data(), capacity.data() + capacity.size(), out.capacity);
+  if (error == std::errc::result_out_of_range) throw UsageError{"CAPACITY '" + capacity + "' is too large"};
+  if (error != std::errc() || end != capacity.data() + capacity.size() || out.capacity == 0)
+    throw UsageError{"CAPACITY must be a whole number of elements, at least 1, not '" + capacity + "'"};
   for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-D" && i + 1 < argc) {
-      std::string kv = argv[++i];
-      auto eq = kv.find('=');
-      vars[kv.substr(0, eq)] = looptrace::jinja_value_from_text(kv.substr(eq + 1));
+    const std::string arg = argv[i];
+    if (arg == "-D") {
+      if (i + 1 == argc) throw UsageError{"-D takes KEY=VALUE"};
+      const std::string kv = argv[++i];
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError{"-D takes KEY=VALUE, not '" + kv + "'"};
+      out.vars[kv.substr(0, eq)] = looptrace::jinja_value_from_text(kv.substr(eq + 1));
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError{"unknown option '" + arg + "'"};
+    } else if (!std::ifstream(arg)) {
+      throw UsageError{"cannot read the spec file '" + arg + "'"};
     } else {
-      files.push_back(arg);
+      out.files.push_back(arg);
     }
   }
+  if (out.files.empty()) throw UsageError{"no spec file"};
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    const looptrace::Schedule schedule = looptrace::compile_schedule(looptrace::load_spec(files, vars));
-    LruCache cache(capacity);
+    const Arguments args = parse_arguments(argc, argv);
+    const looptrace::Schedule schedule = looptrace::compile_schedule(looptrace::load_spec(args.files, args.vars));
+    LruCache cache(args.capacity);
     std::map<std::string, std::pair<std::int64_t, std::int64_t>> stats;  // tensor -> hits, accesses
     looptrace::AccessStream stream(schedule);
     for (const looptrace::Access& a : stream) {
       auto& [hits, total] = stats[std::string(a.tensor)];
-      hits += cache.touch(a.trace->tensor_index, a.element);
+      hits += cache.touch(schedule.traces[a.trace].tensor_index, a.element);
       ++total;
     }
-    std::cout << "LRU cache of " << capacity << " elements over " << schedule.n_timesteps
+    std::cout << "LRU cache of " << args.capacity << " elements over " << schedule.n_timesteps
               << " timesteps\n";
     for (const auto& [tensor, s] : stats)
       std::cout << "  " << tensor << ": " << s.first << " hits / " << s.second << " accesses ("
                 << (s.second ? 100.0 * double(s.first) / double(s.second) : 0.0) << "% hit rate)\n";
+  } catch (const UsageError& e) {  // bad arguments: exit status 2, as looptrace's
+    std::cerr << "lru_cache: error: " << e.message << "\n"
+              << "usage: lru_cache CAPACITY SPEC.yaml... [-D KEY=VALUE]...\n";
+    return 2;
   } catch (const looptrace::SpecError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << "lru_cache: error: " << e.what() << "\n";
     return 2;
   }
   return 0;

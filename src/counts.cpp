@@ -15,7 +15,7 @@ namespace {
 using Wide = __int128;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
-// Tile sets are kept as the LeafSource keeps them (see subtile/tiles_of there): a loop
+// Tile sets are kept as LeafIterations keeps them (see subtile/tiles_of there): a loop
 // cuts the tile it is given into [0, initial), [initial, initial + stride), ... relative
 // to the given tile's start, each cut at the given tile's end; a spatial loop keeps
 // every non-empty sub-tile, each cut further by the loops inside it.

@@ -109,7 +109,7 @@ class Cutter {
  public:
   Cutter(const Schedule& s, const TraceOptions& o, const TimeSelection& sel, std::int64_t target, int threads)
       : selection_(sel), sampled_(o.sample_timesteps.has_value()), target_(std::max<std::int64_t>(1, target)) {
-    const TraceFilter filter = TraceFilter::from_options(s, o);
+    const TraceFilter filter = TraceFilter::from_names(s, o.tensors, o.einsums);
     counter_.emplace(s, filter.trace_enabled, filter.leaf_enabled, o.max_tile_points);
     if (!selection_.ranges.empty()) cursor_ = selection_.ranges.front().from;
     const std::int64_t k = std::int64_t(selection_.ranges.size());

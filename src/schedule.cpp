@@ -21,6 +21,39 @@ int Schedule::find_einsum(const std::string& name) const {
   return -1;
 }
 
+bool StorageWindows::holds(const std::string& tensor) const {
+  return std::find(tensors.begin(), tensors.end(), tensor) != tensors.end();
+}
+
+int Schedule::holder(std::size_t trace, const std::string& level) const {
+  const TraceInfo& t = traces[trace];
+  int found = -2;  // not yet seen a leaf of the trace
+  for (const LeafSchedule& leaf : leaves) {
+    if (leaf.einsum_index != t.einsum_index) continue;
+    int h = -1;
+    for (int s : leaf.storages)
+      if ((level.empty() || storages[std::size_t(s)].level == level) && storages[std::size_t(s)].holds(t.tensor))
+        h = s;
+    if (found != -2 && h != found)
+      throw SpecError(leaf.where, "Einsum '" + t.einsum + "' computes in two leaves held by different "
+                                  "Storage nodes for tensor '" + t.tensor + "'; its accesses cannot be "
+                                  "given to one tile window");
+    found = h;
+  }
+  return found < 0 ? -1 : found;
+}
+
+int Schedule::parent(std::size_t storage, const std::string& tensor) const {
+  for (const LeafSchedule& leaf : leaves) {
+    auto at = std::find(leaf.storages.begin(), leaf.storages.end(), int(storage));
+    if (at == leaf.storages.end()) continue;
+    while (at != leaf.storages.begin())
+      if (storages[std::size_t(*--at)].holds(tensor)) return *at;
+    return -1;
+  }
+  return -1;
+}
+
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -178,6 +211,7 @@ struct Compiler {
     std::vector<const MappingNode*> loops;  // on the path, outermost first
     std::int64_t time_base = 0;
     std::vector<TimeLevel> time_levels;
+    std::vector<int> storages;  // Storage nodes above, outermost first (Schedule::storages)
 
     void shift(std::int64_t offset) {
       if (time_levels.empty()) time_base += offset;
@@ -197,13 +231,20 @@ struct Compiler {
       case NodeKind::Pipeline:
       case NodeKind::Parallel: {
         std::int64_t offset = 0;
+        const std::size_t first_leaf = out.leaves.size();
+        std::vector<int> spanning;  // Storage nodes of the split: they hold for every branch
         for (const auto& c : node.children) {
-          if (c.kind == NodeKind::Storage) add_storage(c, ctx, durations[&node]);
+          if (c.kind == NodeKind::Storage)
+            if (int i = add_storage(c, ctx, durations[&node]); i >= 0) spanning.push_back(i);
           if (!is_branch(c)) continue;
           Context branch = ctx;
           branch.shift(offset);
           build(c, std::move(branch));
           if (node.kind == NodeKind::Sequential) offset += durations[&c];
+        }
+        for (std::size_t l = first_leaf; l < out.leaves.size(); ++l) {
+          auto& held = out.leaves[l].storages;
+          held.insert(held.begin() + std::ptrdiff_t(ctx.storages.size()), spanning.begin(), spanning.end());
         }
         break;
       }
@@ -223,7 +264,8 @@ struct Compiler {
     }
     for (std::size_t k = 0; k < node.children.size(); ++k) {
       const MappingNode& c = node.children[k];
-      if (c.kind == NodeKind::Storage) add_storage(c, ctx, after[k + 1]);
+      if (c.kind == NodeKind::Storage)
+        if (int i = add_storage(c, ctx, after[k + 1]); i >= 0) ctx.storages.push_back(i);
       if (!c.is_loop()) continue;
       ctx.loops.push_back(&c);
       if (c.kind == NodeKind::Temporal) ctx.time_levels.push_back({counts[&c], after[k + 1], 0});
@@ -231,16 +273,18 @@ struct Compiler {
     if (cont) build(*cont, std::move(ctx));
   }
 
-  void add_storage(const MappingNode& node, const Context& ctx, std::int64_t duration) {
+  // Returns the storage's index, or -1 for a Storage without a component.
+  int add_storage(const MappingNode& node, const Context& ctx, std::int64_t duration) {
     for (const auto& t : node.tensors)
       if (!tensor_exists(t))
         throw SpecError(node.where, "!Storage holds tensor '" + t +
                                         "', which no Einsum of the workload accesses");
-    if (node.component.empty()) return;
+    if (node.component.empty()) return -1;
     if (std::find(out.memory_levels.begin(), out.memory_levels.end(), node.component) ==
         out.memory_levels.end())
       out.memory_levels.push_back(node.component);
-    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration});
+    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where});
+    return int(out.storages.size() - 1);
   }
 
   bool tensor_exists(const std::string& t) const {
@@ -261,6 +305,7 @@ struct Compiler {
     leaf.extent = box.extent;
     leaf.time_base = ctx.time_base;
     leaf.time_levels = ctx.time_levels;
+    leaf.storages = ctx.storages;
     int time_level = 0;
     for (const MappingNode* loop : ctx.loops) {
       LoopLevel level;
@@ -442,11 +487,11 @@ struct Compiler {
       }
     }
     tensor.ranks = naming->ranks;
-    if (tensor.ranks.size() > Coordinates::kMaxRanks)
+    if (tensor.ranks.size() > kMaxRanks)
       throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
                                          std::to_string(tensor.ranks.size()) +
                                          " ranks; looptrace handles at most " +
-                                         std::to_string(Coordinates::kMaxRanks));
+                                         std::to_string(kMaxRanks));
     tensor.shape.clear();
     Wide size = 1;
     for (std::size_t r = 0; r < nominal_hi.size(); ++r) {

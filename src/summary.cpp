@@ -231,11 +231,13 @@ std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& windo
       });
       t.cut = std::move(e.cut);
     }
+  // A level none of whose tensors pass the tensor filter is dropped, as the reference does.
+  if (!tensors.empty()) std::erase_if(out, [](const LevelWindows& l) { return l.tensors.empty(); });
   return out;
 }
 
 TraceSummary summarize(const Schedule& s, const TraceOptions& options, const SummaryOptions& so) {
-  const TraceFilter filter = TraceFilter::from_options(s, options);
+  const TraceFilter filter = TraceFilter::from_names(s, options.tensors, options.einsums);
   const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
   const bool sampled = options.sample_timesteps.has_value();
   const auto parts = split(selection, sampled, std::max(1, so.threads));

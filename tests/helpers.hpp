@@ -96,9 +96,9 @@ using Row = std::tuple<std::int64_t, std::uint32_t, std::int64_t>;
 
 inline std::vector<Row> collect(const Schedule& s, const TraceOptions& o = {},
                                 std::size_t batch = 4096) {
-  looptrace::AccessStream stream(s, o);
+  looptrace::AccessStream stream(s, o, batch);
   std::vector<Row> out;
-  for (auto b = stream.next_batch(batch); !b.empty(); b = stream.next_batch(batch))
+  for (auto b = stream.next_batch(); !b.empty(); b = stream.next_batch())
     for (const AccessRecord& r : b) out.emplace_back(r.timestep, r.trace, r.element);
   return out;
 }

@@ -9,7 +9,7 @@
 
 #include "helpers.hpp"
 #include "looptrace/iterations.hpp"
-#include "looptrace/stages/leaf_source.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
 
 using looptrace::Interval;
 using looptrace::Iteration;
@@ -88,15 +88,15 @@ TEST_CASE("iterations: imperfect tiles start where the partial tiles start") {
   CHECK(all.back() == Record{23, "Matmul0", {7, 5, 0}});  // 18 + 3 + 2; 24..26 compute nothing
 
   IterationStream stream(s);
-  const Iteration* second = (stream.next(), stream.next());
-  REQUIRE(second != nullptr);
+  auto it = stream.begin();
+  const Iteration* second = &*++it;
   CHECK(second->tile[1].lo == 3);
   CHECK(second->tile[1].hi == 5);
   CHECK(second->tile[2].lo == 0);  // n1 is left whole
   CHECK(second->tile[2].hi == 7);
 }
 
-TEST_CASE("iterations: spatial sub-tiles of an imperfect split, and LeafSource::spatial_tiles") {
+TEST_CASE("iterations: spatial sub-tiles of an imperfect split, and LeafIterations::spatial_tiles") {
   Schedule s = th::compile_text(kSpatialImperfect);
   auto all = records(s);
   REQUIRE(all.size() == 6);
@@ -105,7 +105,7 @@ TEST_CASE("iterations: spatial sub-tiles of an imperfect split, and LeafSource::
   CHECK(all[2] == Record{0, "B", {0, 6}});
   CHECK(all[5] == Record{1, "B", {1, 6}});
 
-  looptrace::LeafSource leaf(s, s.leaves[0], {}, 1000);
+  looptrace::LeafIterations leaf(s, 0);
   auto tiles = leaf.spatial_tiles(1);
   REQUIRE(tiles.size() == 3);
   CHECK(tiles[2].lo == 6);

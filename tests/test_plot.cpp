@@ -240,7 +240,11 @@ TEST_CASE("plot: past max_points, a fixed raster per panel counts every access")
   small.raster_rows = 8;
   PlotData d = build_plot(s, {}, small);
   REQUIRE(d.raster);
-  CHECK(d.series.empty());
+  // Raster colours are the Einsums: no column mixes them (each phase lasts 16
+  // timesteps, a column 4).
+  REQUIRE(d.series.size() == 2);
+  CHECK(d.series[0].label == "Matmul0");
+  CHECK(d.series[1].label == "Matmul1");
   const auto summary = looptrace::summarize(s);
   for (const auto& p : d.panels) {
     CAPTURE(p.tensor);
@@ -258,10 +262,115 @@ TEST_CASE("plot: past max_points, a fixed raster per panel counts every access")
   CHECK(t0.tiles[0] == 1);
   CHECK(t0.tiles[3] == 1);
   CHECK(t0.tiles[4] == 0);
+  // T1 is written by Matmul0 in [32m, 32m + 16) and read by Matmul1 after: column 0
+  // (timesteps 0..3) is Matmul0's, column 4 (16..19) Matmul1's; row 0 is elements 0..3.
+  const auto& t1 = panel(d, "T1").density;
+  CHECK(t1.series[0] == 0);
+  CHECK(t1.series[4] == 1);
+  CHECK(t1.series[std::size_t(t1.columns)] == looptrace::DensityRaster::kNoSeries);  // row 1: m = 1 from t = 32
   const std::string svg = render_svg(d, small);
   CHECK(matches(svg, "(class=\"points\")").empty());
-  CHECK(legend(svg) == std::vector<std::string>{"accesses per cell (1 to 4)",
-                                                "GlobalBuffer tile (live span)"});
+  // 256 timesteps in 64 columns; T0, T1, T2 (32 elements) in 8 rows, W0, W1 (16) in 8.
+  CHECK(legend(svg) == std::vector<std::string>{
+                           "Matmul0", "Matmul1",
+                           "accesses per cell (1 to 4); a cell is 4 timesteps \u00d7 4 elements or 2 elements",
+                           "GlobalBuffer tile (live span)"});
+  // Cells are drawn in their Einsum's colour.
+  CHECK(matches(svg, "class=\"density\" data-series=\"([^\"]*)\"").size() >= 2);
+  for (const auto& colour : matches(svg, "class=\"density\" data-series=\"Matmul0\"[^>]*fill=\"([^\"]*)\""))
+    CHECK(colour == d.series[0].color);
+
+  // By access, one column for all of time: T1's cells hold writes and reads; a row is
+  // one m: 4 elements, each written 4 times (n0) and read 4 times (n2): 32 accesses.
+  PlotOptions one_column = small;
+  one_column.raster_columns = 1;
+  one_column.color_by = PlotColor::access;
+  PlotData mixed = build_plot(s, tensors({"T1"}), one_column);
+  REQUIRE(mixed.series.size() == 1);
+  CHECK(mixed.series[0].label == "read and write");
+  CHECK(legend(render_svg(mixed, one_column))[1] ==
+        "accesses per cell (1 to 32); a cell is 256 timesteps \u00d7 4 elements");
+}
+
+TEST_CASE("plot: a y zoom keeps the panels that have y in range and draws only those") {
+  Schedule s = fused();
+  PlotOptions zoom;
+  zoom.y_from = 4;
+  zoom.y_to = 12;
+  // T0[m, n0] is element 4m + n0: elements [4, 12) are rows m = 1, 2, read at
+  // t = 32m + 4 n0 + n1, so 2 rows x 16 timesteps.
+  PlotData d = build_plot(s, tensors({"T0"}), zoom);
+  const PlotPanel& t0 = panel(d, "T0");
+  CHECK(t0.y_first == 4);
+  CHECK(t0.y_size == 8);
+  CHECK(t0.title() == "T0 (M=8, N0=4), element [4, 12)");
+  REQUIRE(t0.points.size() == 32);
+  for (const auto& pt : t0.points) {
+    CHECK(pt.y >= 4);
+    CHECK(pt.y < 12);
+    CHECK(pt.timestep / 32 == pt.y / 4);
+  }
+  // Past W0's 16 elements: W0's panel goes, T0's stays.
+  zoom.y_from = 20;
+  zoom.y_to = -1;
+  CHECK(panel_names(build_plot(s, tensors({"T0", "W0"}), zoom)) == std::vector<std::string>{"T0"});
+  zoom.y_from = 40;
+  auto none = th::spec_error([&] { build_plot(s, tensors({"T0", "W0"}), zoom); });
+  CHECK(th::contains(none.message(), "holds no y of the plotted tensors (their sizes: T0 32, W0 16)"));
+  // Ticks label the zoomed range.
+  zoom.y_from = 4;
+  zoom.y_to = 12;
+  const std::string svg = render_svg(build_plot(s, tensors({"T0"}), zoom));
+  const auto labels = matches(svg, "class=\"ytick\"[^>]*>([^<]*)<");
+  REQUIRE(!labels.empty());
+  for (const auto& l : labels) {
+    CHECK(std::stoll(l) >= 4);
+    CHECK(std::stoll(l) < 12);
+  }
+}
+
+TEST_CASE("plot: tick labels stay short on large axes") {
+  // A reads element 25,000,000 t at timestep t: a tensor of 10^8 + 1 elements, 5 accesses.
+  Schedule s = th::compile_text(
+      "workload:\n  iteration_space_shape: {t: 0 <= t < 5}\n"
+      "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: A, projection: {E: 25000000 * t}}\n"
+      "    - {name: B, projection: [t], output: True}\n"
+      "mapping:\n  nodes:\n  - !Temporal {rank_variable: t, tile_shape: 1}\n  - !Compute {einsum: E}\n");
+  const std::string svg = render_svg(build_plot(s, tensors({"A"})));
+  CHECK(matches(svg, "class=\"ytick\"[^>]*>([^<]*)<") == std::vector<std::string>{"0", "50M", "100M"});
+  CHECK(matches(svg, "class=\"xtick\"[^>]*>([^<]*)<") == std::vector<std::string>{"0", "1", "2", "3", "4"});
+}
+
+TEST_CASE("plot: markers keep a visible size; crowded timesteps make rasters") {
+  // 10^8 elements in 180 pixels: markers would be far under a pixel tall.
+  Schedule tall = th::compile_text(
+      "workload:\n  iteration_space_shape: {t: 0 <= t < 5}\n"
+      "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: A, projection: {E: 25000000 * t}}\n"
+      "    - {name: B, projection: [t], output: True}\n"
+      "mapping:\n  nodes:\n  - !Temporal {rank_variable: t, tile_shape: 1}\n  - !Compute {einsum: E}\n");
+  PlotData d = build_plot(tall, tensors({"A"}));
+  REQUIRE(!d.raster);
+  const auto widths = matches(render_svg(d), "class=\"points\"[^>]*stroke-width=\"([^\"]*)\"");
+  REQUIRE(widths.size() == 1);
+  CHECK(std::stod(widths[0]) >= looptrace::kMinMarkerPixels);
+  // 256 timesteps fit across 846 pixels at 3 px each (282); 2048 do not, however few
+  // the accesses.
+  PlotOptions many_points;
+  many_points.max_points = 1'000'000;
+  CHECK(!build_plot(fused(8, 4), tensors({"T0"}), many_points).raster);
+  CHECK(build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
+  many_points.width = 6300;  // 6186 pixels: 2062 markers fit
+  CHECK(!build_plot(fused(16, 8), tensors({"T0"}), many_points).raster);
+  // Cells cover whole timesteps and elements: 2048 timesteps in at most 280 columns is
+  // 8 a column (256 columns); T0's 128 elements in at most 60 rows is 3 a row (43 rows,
+  // the last one partly past the panel), W0's 64 is 2 a row.
+  PlotData d16 = build_plot(fused(16, 8), tensors({"T0", "W0"}));
+  REQUIRE(d16.raster);
+  CHECK(panel(d16, "T0").density.columns == 256);
+  CHECK(panel(d16, "T0").density.rows == 43);
+  CHECK(panel(d16, "W0").density.rows == 32);
+  CHECK(legend(render_svg(d16)).back() ==
+        "accesses per cell (1 to 8); a cell is 8 timesteps \u00d7 3 elements or 2 elements");
 }
 
 TEST_CASE("plot: a long trace stays a small file") {

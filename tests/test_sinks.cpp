@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <charconv>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -7,7 +9,7 @@
 #include <unistd.h>
 
 #include "helpers.hpp"
-#include "looptrace/sinks/formats.hpp"
+#include "sinks/formats.hpp"  // internal: json_quote, write_int
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/sinks/summary_json.hpp"
@@ -107,7 +109,8 @@ TEST_CASE("sinks: CSV and JSON quoting") {
   CHECK(looptrace::csv_field("two\nlines") == "\"two\nlines\"");
   CHECK(looptrace::json_quote("x") == "\"x\"");
   CHECK(looptrace::json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  CHECK(looptrace::json_quote("\n\t") == "\"\\u000a\\u0009\"");
+  CHECK(looptrace::json_quote("\n\t\x1b") == "\"\\n\\t\\u001b\"");
+  CHECK(looptrace::json_quote("a\xff") == "\"a\xef\xbf\xbd\"");  // invalid UTF-8: U+FFFD
 }
 
 TEST_CASE("sinks: binary header and records, read back byte by byte") {
@@ -231,4 +234,39 @@ TEST_CASE("summary_json: the fields of the CLI contract, in order") {
   CHECK(j["traces"][2]["is_output"] == true);
   CHECK(j["traces"][2]["n_accesses"] == 4);
   CHECK(j["n_points"] == 4);
+}
+
+TEST_CASE("sinks: write_int formats like std::to_chars at the edges") {
+  const std::int64_t values[] = {0, 7, 9, 10, 99, 100, 101, 999, 1000, 123456789, -1, -10, -100,
+                                 INT64_MAX, INT64_MIN, INT64_MAX / 10, 1000000000000000000};
+  for (std::int64_t v : values) {
+    char mine[24], theirs[24];
+    const std::string a(mine, looptrace::write_int(mine, v));
+    const std::string b(theirs, std::to_chars(theirs, theirs + 24, v).ptr);
+    CHECK(a == b);
+  }
+}
+
+TEST_CASE("sinks: jsonl coordinates stay right when records step, repeat and jump") {
+  // A is 8 x 4: steps within a row, a carry into the next row, a repeat, a jump back,
+  // and interleaved traces (A, B) that each keep their own coordinates.
+  const looptrace::Schedule s = th::compile_text(th::kRowsWorkload + R"(
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B]}
+  - !Compute {einsum: E, component: MAC}
+)");
+  const std::uint32_t a = 0, b = 1;  // A[m, n] (8 x 4), B[m] (8)
+  const std::vector<AccessRecord> records = {
+      {0, 2, a, 1}, {0, 3, a, 1}, {0, 4, a, 1}, {0, 5, b, 1}, {1, 4, a, 1},
+      {1, 4, a, 1}, {1, 6, b, 1}, {2, 31, a, 1}, {2, 0, a, 1}, {2, 7, b, 1}};
+  const std::string text = render("jsonl", s, records);
+  std::vector<std::string> coords;
+  for (std::size_t at = text.find("\"coords\": ["); at != std::string::npos;
+       at = text.find("\"coords\": [", at + 1)) {
+    const std::size_t from = at + 11;
+    coords.push_back(text.substr(from, text.find(']', from) - from));
+  }
+  CHECK(coords == std::vector<std::string>{"0, 2", "0, 3", "1, 0", "5", "1, 0", "1, 0", "6", "7, 3",
+                                           "0, 0", "7"});
 }

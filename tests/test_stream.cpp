@@ -348,7 +348,7 @@ TEST_CASE("stream: every element of every tensor is touched") {
 }
 
 TEST_CASE("stream: the number of accesses per trace equals the summary's n_accesses") {
-  // The summary counts runs in closed form (LeafSource::count_run); the stream emits.
+  // The summary counts in closed form (counts.hpp); the stream emits.
   for (const NamedSpec* spec_ptr : good_specs()) {
     const NamedSpec& spec = *spec_ptr;
     const Schedule& s = spec.schedule;
@@ -559,19 +559,23 @@ TEST_CASE("stream: range-for over accesses equals the batches") {
     AccessStream stream(s);
     std::vector<Row> one_by_one;
     for (const looptrace::Access& a : stream) {
-      one_by_one.emplace_back(a.timestep, std::uint32_t(a.trace - s.traces.data()), a.element);
-      // the view's fields agree with the trace it points at
-      CHECK(a.einsum == a.trace->einsum);
-      CHECK(a.tensor == a.trace->tensor);
-      CHECK(a.is_output == a.trace->is_output);
+      one_by_one.emplace_back(a.timestep, a.trace, a.element);
+      // the view's fields agree with the trace it names
+      const looptrace::TraceInfo& trace = s.traces[a.trace];
+      CHECK(a.einsum == trace.einsum);
+      CHECK(a.tensor == trace.tensor);
+      CHECK(a.is_output == trace.is_output);
+      const auto& shape = s.tensors[std::size_t(trace.tensor_index)].shape;
+      CHECK(std::equal(a.shape.begin(), a.shape.end(), shape.begin(), shape.end()));
+      CHECK(a.multiplicity >= 1);
       // coords ravel back to the element
       std::int64_t e = 0;
       const auto c = a.coords();
-      REQUIRE(c.size == a.tensor_info->shape.size());
-      for (std::size_t r = 0; r < c.size; ++r) {
+      REQUIRE(c.size() == shape.size());
+      for (std::size_t r = 0; r < c.size(); ++r) {
         CHECK(c[r] >= 0);
-        CHECK(c[r] < a.tensor_info->shape[r]);
-        e = e * a.tensor_info->shape[r] + c[r];
+        CHECK(c[r] < shape[r]);
+        e = e * shape[r] + c[r];
       }
       CHECK(e == a.element);
     }
@@ -602,7 +606,7 @@ TEST_CASE("stream: a range-v3 view pipeline over the stream equals the batches")
     AccessStream stream(s);
     auto view = stream | ranges::views::filter([](const looptrace::Access& a) { return !a.is_output; }) |
                 ranges::views::transform([&](const looptrace::Access& a) {
-                  return Row{a.timestep, std::uint32_t(a.trace - s.traces.data()), a.element};
+                  return Row{a.timestep, a.trace, a.element};
                 });
     std::vector<Row> got;
     for (const Row& r : view) got.push_back(r);
@@ -613,19 +617,23 @@ TEST_CASE("stream: a range-v3 view pipeline over the stream equals the batches")
 
 TEST_CASE("stream: batches honor the target and never split a leaf's timestep") {
   const Schedule s = th::compile_text(th::kConv1d);
-  AccessStream stream(s);
-  auto b = stream.next_batch(1);
+  AccessStream stream(s, {}, 1);
+  auto b = stream.next_batch();
   // one timestep of the leaf: I, W, O, one access each
   REQUIRE(b.size() == 3);
   CHECK(b[0].timestep == 0);
   CHECK(b[2].timestep == 0);
-  b = stream.next_batch(4);  // two timesteps
+  b = stream.next_batch();
+  CHECK(b.size() == 3);
+  CHECK(b[2].timestep == 1);
+  AccessStream by_four(s, {}, 4);
+  b = by_four.next_batch();  // two timesteps: the second brings the batch past 4
   CHECK(b.size() == 6);
-  CHECK(b[5].timestep == 2);
-  std::size_t rest = 0;
-  for (b = stream.next_batch(); !b.empty(); b = stream.next_batch()) rest += b.size();
-  CHECK(rest == 72 - 9);
-  CHECK(stream.next_batch().empty());  // stays done
+  CHECK(b[5].timestep == 1);
+  std::size_t rest = 6;
+  for (b = by_four.next_batch(); !b.empty(); b = by_four.next_batch()) rest += b.size();
+  CHECK(rest == 72);
+  CHECK(by_four.next_batch().empty());  // stays done
 }
 
 TEST_CASE("stream: option errors") {

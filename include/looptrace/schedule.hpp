@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;    // per rank, covers every access of the full schedule
   std::vector<std::int64_t> strides;  // row-major: element = sum coords[r] * strides[r]
   std::int64_t size = 1;              // number of elements
+  std::optional<std::int64_t> bits_per_value;  // from the workload, when it says
 };
 
 // One (Einsum, tensor) pair: the unit that accesses are attributed to.
@@ -61,6 +63,7 @@ struct LeafSchedule {
   std::int64_t time_base = 0;
   std::vector<TimeLevel> time_levels;   // the temporal loops
   std::vector<LeafTensor> tensors;      // in the Einsum's access order
+  std::vector<int> storages;  // the Storage nodes above it, outermost first (Schedule::storages)
 
   TimeOdometer odometer() const { return {time_base, time_levels}; }
 };
@@ -73,8 +76,10 @@ struct StorageWindows {
   std::int64_t time_base = 0;
   std::vector<TimeLevel> time_levels;
   std::int64_t duration = 0;
+  SourceLocation where;
 
   TimeOdometer starts() const { return {time_base, time_levels}; }
+  bool holds(const std::string& tensor) const;
 };
 
 struct Schedule {
@@ -88,6 +93,13 @@ struct Schedule {
 
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;
+
+  // The Storage node nearest above `leaf` that holds `tensor` at `level` (any level if
+  // empty), or -1. Throws SpecError when two leaves of the trace's Einsum disagree.
+  int holder(std::size_t trace, const std::string& level = {}) const;
+  // The Storage node nearest above `storage` that holds `tensor`: where its fills come
+  // from and its drains go; -1 when `storage` is the tensor's home.
+  int parent(std::size_t storage, const std::string& tensor) const;
 };
 
 // Checks what tracing needs (defined Einsums and tensors, loops over rank variables

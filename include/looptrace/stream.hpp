@@ -1,45 +1,59 @@
-// The lazy trace: accesses in time order, pulled in batches (spans of AccessRecord) or
-// one by one (a range of Access for range-for and range-v3). Memory is bounded by the
-// tree and the largest single-timestep tile, whatever the length of the trace.
+// The lazy trace of SEMANTICS.md: the standard composition of the stages, and
+// AccessStream, which pulls it in batches of records or one Access at a time. Memory is
+// bounded by the tree and the largest single-timestep tile, whatever the trace length.
 #pragma once
 
 #include <cstddef>
 #include <iterator>
-#include <memory>
 #include <span>
-#include <vector>
 
 #include "looptrace/access.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
-#include "looptrace/stages/merge.hpp"
+#include "looptrace/stages/dedup.hpp"
+#include "looptrace/stages/filter.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
+#include "looptrace/stages/merge_by_time.hpp"
+#include "looptrace/stages/project.hpp"
+#include "looptrace/stages/select_time.hpp"
 
 namespace looptrace {
 
-// Which traces and leaves the filters keep. Throws SpecError for unknown names.
-struct TraceFilter {
-  std::vector<bool> trace_enabled;  // per Schedule::traces
-  std::vector<bool> leaf_enabled;   // per Schedule::leaves
+// Every access of the trace `options` describe, in time order: each leaf's tiles
+// projected and deduplicated, merged into time order, filtered, and cut to the
+// selected timesteps. Throws SpecError for options that contradict the schedule.
+inline auto trace_pipeline(const Schedule& schedule, const TraceOptions& options,
+                           std::size_t batch_records = kDefaultBatchRecords) {
+  return leaves(schedule) | project(options.max_tile_points, batch_records) | dedup() |
+         merge_by_time(batch_records) | filter_traces(options.tensors, options.einsums) |
+         select_time(options);
+}
+using TracePipeline =
+    decltype(trace_pipeline(std::declval<const Schedule&>(), std::declval<const TraceOptions&>()));
 
-  static TraceFilter from_options(const Schedule& schedule, const TraceOptions& options);
-};
-
-// Leaf sources for the enabled leaves, each with its tensor filter applied.
-std::vector<LeafSource> make_leaf_sources(const Schedule& schedule, const TraceFilter& filter,
-                                          std::int64_t max_tile_points);
+// Each computing leaf's tiles per timestep, one Iteration per spatial iteration, for
+// the Einsum filter and the time selection of `options` (tensor filters do not apply).
+inline auto iteration_pipeline(const Schedule& schedule, const TraceOptions& options) {
+  return leaves(schedule) | filter_traces({}, options.einsums) | merge_by_time() | select_time(options);
+}
+using IterationPipeline =
+    decltype(iteration_pipeline(std::declval<const Schedule&>(), std::declval<const TraceOptions&>()));
 
 class AccessStream {
  public:
-  // The schedule must outlive the stream.
-  AccessStream(const Schedule& schedule, const TraceOptions& options = {});
+  // The schedule must outlive the stream. Batches gather about `batch_records`.
+  explicit AccessStream(const Schedule& schedule, const TraceOptions& options = {},
+                        std::size_t batch_records = kDefaultBatchRecords)
+      : pipeline_(trace_pipeline(schedule, options, batch_records)) {}
 
-  // The next batch: at least `target` records unless the trace ends first (a timestep
-  // of one leaf is never split). An empty span means the end.
-  std::span<const AccessRecord> next_batch(std::size_t target = 4096);
+  // The next batch of records (a timestep of one leaf is never split); empty at the end.
+  std::span<const AccessRecord> next_batch() { return pipeline_.next_batch(kEndOfTime).records; }
 
-  const Schedule& schedule() const { return *schedule_; }
-  const TimeSelection& selection() const { return merge_.selection(); }
+  const Schedule& schedule() const { return pipeline_.schedule(); }
+  const TimeSelection& selection() const { return pipeline_.selection(); }
+  TracePipeline& pipeline() { return pipeline_; }
 
+  // One Access at a time: an input range for range-for, std::ranges and range-v3.
   class iterator {
    public:
     using value_type = Access;
@@ -49,7 +63,7 @@ class AccessStream {
 
     iterator() = default;
     explicit iterator(AccessStream* s) : stream_(s) { fetch(); }
-    Access operator*() const { return make_access(*stream_->schedule_, batch_[pos_]); }
+    Access operator*() const { return make_access(stream_->schedule(), batch_[pos_]); }
     iterator& operator++() {
       if (++pos_ == batch_.size()) fetch();
       return *this;
@@ -72,9 +86,7 @@ class AccessStream {
   std::default_sentinel_t end() { return {}; }
 
  private:
-  const Schedule* schedule_;
-  MergeByTime merge_;
-  std::vector<AccessRecord> buffer_;
+  TracePipeline pipeline_;
 };
 
 }  // namespace looptrace

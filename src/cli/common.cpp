@@ -41,19 +41,19 @@ CLI::Validator whole_number(bool is_signed) {
 
 }  // namespace
 
-void CommonArgs::add_to(CLI::App& app, bool with_selection) {
+void CommonArgs::add_to(CLI::App& app, unsigned offer) {
   app.add_option("files", files, "Spec files (YAML, may be Jinja templates), merged by top-level key")
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("-D,--define", defines, "Set a template variable: -D KEY=VALUE (repeatable)");
-  app.add_option("--tensors", tensors, "Trace only these tensors (comma-separated)");
+  if (offer & offer_tensors) app.add_option("--tensors", tensors, "Trace only these tensors (comma-separated)");
   app.add_option("--einsums", einsums, "Trace only these Einsums (comma-separated)");
-  app.add_option("--max-tile-points", options.max_tile_points,
-                 "Refuse a timestep whose tile holds more points than this")
-      ->capture_default_str()
-      ->check(whole_number(true))
-      ->check(CLI::PositiveNumber);
-  if (!with_selection) return;
+  if (offer & offer_max_tile_points)
+    app.add_option("--max-tile-points", options.max_tile_points,
+                   "Refuse a timestep whose tile holds more points than this")
+        ->capture_default_str()
+        ->check(whole_number(true))
+        ->check(CLI::PositiveNumber);
   app.add_option("--max-timesteps", options.max_timesteps,
                  "Only the first N timesteps (the exact prefix)")
       ->check(whole_number(true))

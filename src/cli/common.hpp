@@ -12,15 +12,23 @@
 
 namespace looptrace::cli {
 
+// The option groups a subcommand offers: only those that change what it does.
+enum Offer : unsigned {
+  offer_tensors = 1,          // --tensors
+  offer_max_tile_points = 2,  // --max-tile-points (only where tiles are projected)
+  offer_all = ~0u,
+};
+
 struct CommonArgs {
   std::vector<std::string> files;
   std::vector<std::string> defines;
   std::string tensors, einsums, shard;
   TraceOptions options;
 
-  void add_to(CLI::App& app, bool with_selection = true);
+  // The files, -D, --einsums and the timestep selection, and what `offer` adds.
+  void add_to(CLI::App& app, unsigned offer = offer_all);
   // Loads and compiles the spec and resolves the options; throws SpecError.
-  Schedule load() ;
+  Schedule load();
   TraceOptions resolved() const;
 };
 
@@ -28,5 +36,7 @@ void add_summary_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_iterations_command(CLI::App& app);
+void add_movement_command(CLI::App& app);
+void add_transfers_command(CLI::App& app);
 
 }  // namespace looptrace::cli

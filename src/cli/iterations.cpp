@@ -3,8 +3,9 @@
 #include <unistd.h>
 
 #include "common.hpp"
+#include "empty_selection.hpp"
 #include "looptrace/iterations.hpp"
-#include "looptrace/sinks/formats.hpp"
+#include "../sinks/formats.hpp"
 #include "looptrace/sinks/output.hpp"
 
 namespace looptrace::cli {
@@ -33,13 +34,16 @@ void add_iterations_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "iterations", "Stream each computing leaf's tile origins per timestep as JSON Lines");
   auto args = std::make_shared<CommonArgs>();
-  args->add_to(*cmd);
+  args->add_to(*cmd, 0);  // no tensor is projected: --tensors and --max-tile-points do nothing
   cmd->callback([args] {
     Schedule schedule = args->load();
-    IterationStream stream(schedule, args->resolved());
+    const TraceOptions options = args->resolved();
+    IterationStream stream(schedule, options);
     OutputBuffer out(STDOUT_FILENO);
-    for (const Iteration& it : stream) write_iteration(it, out);
+    std::uint64_t written = 0;
+    for (const Iteration& it : stream) write_iteration(it, out), ++written;
     out.flush();
+    if (written == 0) note_nothing_selected(schedule, options, "no iteration is listed");
   });
 }
 

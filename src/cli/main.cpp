@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/output.hpp"
+#include "suggest.hpp"
 
 namespace looptrace::cli {
 void add_merge_command(CLI::App& app);  // src/cli/merge.cpp
@@ -16,11 +17,14 @@ void add_merge_command(CLI::App& app);  // src/cli/merge.cpp
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe shows up as EPIPE, handled below
   CLI::App app{"looptrace: which tensor elements a LoopTree mapping touches at each timestep"};
+  app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION, "Print the version and exit");
   app.require_subcommand(1);
   looptrace::cli::add_summary_command(app);
   looptrace::cli::add_trace_command(app);
   looptrace::cli::add_plot_command(app);
   looptrace::cli::add_iterations_command(app);
+  looptrace::cli::add_movement_command(app);
+  looptrace::cli::add_transfers_command(app);
   looptrace::cli::add_merge_command(app);
   try {
     app.parse(argc, argv);
@@ -28,7 +32,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A misspelt subcommand or option makes CLI11 complain about something else (the
+    // next word taken as a file): name the misspelling, and what was meant.
+    if (auto unknown = looptrace::cli::unknown_argument(app, std::vector<std::string>(argv + 1, argv + argc))) {
+      std::cerr << "looptrace: error: " << *unknown << "\n";
+      return 2;
+    }
     app.exit(e);
     return 2;
   } catch (const looptrace::SpecError& e) {

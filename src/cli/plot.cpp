@@ -1,10 +1,13 @@
 // `looptrace plot`: the iteration-space vs data-space picture as SVG.
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <tuple>
 
 #include "common.hpp"
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/plot.hpp"
+#include "progress.hpp"
 
 namespace looptrace::cli {
 
@@ -14,6 +17,7 @@ struct PlotArgs {
   std::string output = "-";
   std::string format = "svg";
   std::string color_by = "einsum";
+  std::string elements, timesteps;  // A:B zooms
   PlotOptions plot;
 };
 
@@ -26,6 +30,29 @@ void write_output(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   if (!out) throw SpecError("cannot write '" + path + "'");
+}
+
+// "A:B", "A:" or ":B" with whole numbers 0 <= A < B: the range [A, B), an end left out
+// being open.
+std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>> parse_range(const std::string& option,
+                                                                                const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return SpecError(option + " takes A:B (the range [A, B), either end may be left out), not '" + text + "': " + why);
+  };
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) throw bad("no ':'");
+  auto number = [&](const std::string& part) -> std::optional<std::int64_t> {
+    if (part.empty()) return std::nullopt;
+    if (part.find_first_not_of("0123456789") != std::string::npos) throw bad("'" + part + "' is not a whole number");
+    try {
+      return std::stoll(part);
+    } catch (const std::out_of_range&) {
+      throw bad("'" + part + "' is larger than 9223372036854775807");
+    }
+  };
+  auto from = number(text.substr(0, colon)), to = number(text.substr(colon + 1));
+  if (from && to && *to <= *from) throw bad("B must be larger than A");
+  return {from, to};
 }
 
 }  // namespace
@@ -41,6 +68,10 @@ void add_plot_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"einsum", "access"}));
   cmd->add_option("--rank", plot->plot.rank, "y is the coordinate along this rank (for tensors that have it)");
+  cmd->add_option("--elements", plot->elements,
+                  "Zoom on y: only elements (or --rank coordinates) in [A, B), written A:B, A: or :B");
+  cmd->add_option("--timesteps", plot->timesteps,
+                  "Zoom on x: only timesteps in [A, B), written A:B, A: or :B (as --from A --to B)");
   cmd->add_option("--memory-level", plot->plot.memory_level,
                   "Shade the tiles this memory level holds, over their live spans");
   cmd->add_option("--max-points", plot->plot.max_points,
@@ -52,8 +83,24 @@ void add_plot_command(CLI::App& app) {
       ->check(CLI::Range(300, 20000));
   cmd->callback([args, plot] {
     Schedule schedule = args->load();
+    TraceOptions options = args->resolved();
+    if (!plot->timesteps.empty()) {
+      if (options.from || options.to) throw SpecError("give --timesteps A:B or --from/--to, not both");
+      std::tie(options.from, options.to) = parse_range("--timesteps", plot->timesteps);
+    }
+    if (!plot->elements.empty()) {
+      auto [from, to] = parse_range("--elements", plot->elements);
+      plot->plot.y_from = from.value_or(0);
+      plot->plot.y_to = to.value_or(-1);
+    }
     plot->plot.color_by = plot->color_by == "access" ? PlotColor::access : PlotColor::einsum;
-    PlotData data = build_plot(schedule, args->resolved(), plot->plot);
+    const TimeRange window = TimeSelection::from_options(options, schedule.n_timesteps).window;
+    PlotData data;
+    {
+      ProgressBar progress(window.to - window.from, "timesteps", plot->output == "-");
+      plot->plot.progress = [&progress](std::int64_t done) { progress.update(done); };
+      data = build_plot(schedule, options, plot->plot);
+    }
     write_output(plot->output, render_svg(data, plot->plot));
   });
 }

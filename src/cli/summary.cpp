@@ -2,9 +2,11 @@
 #include <unistd.h>
 
 #include "common.hpp"
+#include "empty_selection.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/summary_json.hpp"
 #include "looptrace/summary.hpp"
+#include "progress.hpp"
 
 namespace looptrace::cli {
 
@@ -28,11 +30,22 @@ void add_summary_command(CLI::App& app) {
     summary->windows = *windows == "compact" ? WindowsForm::compact
                        : *windows == "none"  ? WindowsForm::none
                                              : WindowsForm::full;
-    TraceSummary result = summarize(schedule, args->resolved(), *summary);
+    const TraceOptions options = args->resolved();
+    TraceSummary result;
+    {
+      // summarize() reports no count as it goes: the elapsed time says it is alive.
+      ProgressBar progress(0, "summary: counting");
+      progress.tick_in_background();
+      result = summarize(schedule, options, *summary);
+    }
     OutputBuffer out(STDOUT_FILENO);
-    out.write(summary_json(result).dump());
+    // Names come from user files: invalid UTF-8 becomes U+FFFD (as json_quote does).
+    out.write(summary_json(result).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     out.put('\n');
     out.flush();
+    std::int64_t accesses = 0;
+    for (const auto& t : result.traces) accesses += t.n_accesses;
+    if (accesses == 0) note_nothing_selected(schedule, options, "every count is 0");
   });
 }
 

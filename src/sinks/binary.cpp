@@ -5,8 +5,9 @@
 //           u8 n_ranks, n_ranks x i64 shape
 //   records: i64 timestep, i64 element, u32 trace, u32 zero   (24 bytes each)
 #include <bit>
+#include <cstddef>
 
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 
@@ -42,14 +43,15 @@ class BinarySink final : public AccessSink {
     }
   }
   void write(std::span<const AccessRecord> batch) override {
-    static_assert(sizeof(AccessRecord) == 24);
-    for (const AccessRecord& r : batch) {
-      char* p = out_.reserve(24);
-      std::memcpy(p, &r.timestep, 8);
-      std::memcpy(p + 8, &r.element, 8);
-      std::memcpy(p + 16, &r.trace, 4);
-      std::memset(p + 20, 0, 4);
-      out_.commit(p + 24);
+    // AccessRecord has the record's layout: copy the batch, then zero the last field.
+    static_assert(sizeof(AccessRecord) == 24 && offsetof(AccessRecord, trace) == 16);
+    const std::size_t chunk = 4096;
+    for (std::size_t i = 0; i < batch.size(); i += chunk) {
+      const std::size_t n = std::min(chunk, batch.size() - i);
+      char* p = out_.reserve(n * 24);
+      std::memcpy(p, batch.data() + i, n * 24);
+      for (std::size_t k = 0; k < n; ++k) std::memset(p + k * 24 + 20, 0, 4);
+      out_.commit(p + n * 24);
     }
   }
 

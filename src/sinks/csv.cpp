@@ -1,7 +1,7 @@
 // Tidy CSV, one row per access (the reference's to_dataframe() columns, then the
 // coordinates separated by spaces):
 //   timestep,einsum,tensor,is_output,element,coords
-#include "looptrace/sinks/formats.hpp"
+#include "formats.hpp"
 
 namespace looptrace {
 
@@ -32,15 +32,15 @@ class CsvSink final : public AccessSink {
       const std::string& middle = middle_[r.trace];
       const TensorInfo& tensor = schedule_.tensors[schedule_.traces[r.trace].tensor_index];
       char* p = out_.reserve(middle.size() + 48 + 21 * tensor.shape.size());
-      p = std::to_chars(p, p + 20, r.timestep).ptr;
+      p = write_int(p, r.timestep);
       std::memcpy(p, middle.data(), middle.size());
       p += middle.size();
-      p = std::to_chars(p, p + 20, r.element).ptr;
+      p = write_int(p, r.element);
       *p++ = ',';
       Coordinates c = unravel(r.element, tensor);
-      for (std::size_t k = 0; k < c.size; ++k) {
+      for (std::size_t k = 0; k < c.size(); ++k) {
         if (k) *p++ = ' ';
-        p = std::to_chars(p, p + 20, c[k]).ptr;
+        p = write_int(p, c[k]);
       }
       *p++ = '\n';
       out_.commit(p);

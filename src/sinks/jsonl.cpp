@@ -1,26 +1,73 @@
 // JSON Lines: {"t": 5, "einsum": "Conv", "tensor": "I", "write": false, "element": 7, "coords": [7]}
-#include "looptrace/sinks/formats.hpp"
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+
+#include "formats.hpp"
 
 namespace looptrace {
 
 std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {  // built piecewise: GCC 12 warns falsely (-Wrestrict) on "\"" + string
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    out += s;
+    out += '"';
+    return out;
   }
-  return out + "\"";
+  // Anything else is written as the summary's JSON writes it: control characters
+  // escaped, each invalid UTF-8 sequence replaced by U+FFFD.
+  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {
 
+// The coordinates text of a trace's last element: consecutive records of one trace
+// mostly repeat it or step its last coordinate, so most lines copy it (or all of it
+// but the last number) instead of dividing and formatting every rank again.
+struct CoordsText {
+  std::int64_t element = -1;
+  Coordinates coords;
+  std::array<char, 24 * kMaxRanks> text{};  // "1, 2, 3"
+  std::size_t size = 0, prefix = 0;          // prefix: up to the last number
+
+  void render_last() {
+    size = std::size_t(write_int(text.data() + prefix, coords.back()) - text.data());
+  }
+  void update(std::int64_t e, const std::vector<std::int64_t>& shape) {
+    if (e == element) return;
+    if (e == element + 1 && !coords.empty() && coords.back() + 1 < shape.back()) {
+      ++coords.back();
+      element = e;
+      render_last();
+      return;
+    }
+    element = e;
+    coords = unravel(e, std::span<const std::int64_t>(shape));
+    char* p = text.data();
+    prefix = 0;
+    for (std::size_t k = 0; k < coords.size(); ++k) {
+      if (k + 1 == coords.size()) {
+        prefix = std::size_t(p - text.data());
+        break;
+      }
+      p = write_int(p, coords[k]);
+      *p++ = ',', *p++ = ' ';
+    }
+    if (coords.empty()) size = 0;
+    else render_last();
+  }
+};
+
 class JsonlSink final : public AccessSink {
  public:
-  JsonlSink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {
+  JsonlSink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out), coords_(s.traces.size()) {
     // Everything between the timestep and the element is fixed per trace.
     for (const auto& t : s.traces)
       middle_.push_back(", \"einsum\": " + json_quote(t.einsum) + ", \"tensor\": " +
@@ -31,19 +78,23 @@ class JsonlSink final : public AccessSink {
   void write(std::span<const AccessRecord> batch) override {
     for (const AccessRecord& r : batch) {
       const std::string& middle = middle_[r.trace];
-      const TensorInfo& tensor = schedule_.tensors[schedule_.traces[r.trace].tensor_index];
-      char* p = out_.reserve(middle.size() + 64 + 22 * tensor.shape.size());
+      const TensorInfo& tensor = schedule_.tensors[std::size_t(schedule_.traces[r.trace].tensor_index)];
+      CoordsText& c = coords_[r.trace];
+      c.update(r.element, tensor.shape);
+      if (r.timestep != timestep_) {
+        timestep_ = r.timestep;
+        timestep_size_ = std::size_t(write_int(timestep_text_, r.timestep) - timestep_text_);
+      }
+      char* p = out_.reserve(middle.size() + 64 + c.size);
       p = put(p, "{\"t\": ");
-      p = std::to_chars(p, p + 20, r.timestep).ptr;
+      std::memcpy(p, timestep_text_, timestep_size_);
+      p += timestep_size_;
       std::memcpy(p, middle.data(), middle.size());
       p += middle.size();
-      p = std::to_chars(p, p + 20, r.element).ptr;
+      p = write_int(p, r.element);
       p = put(p, ", \"coords\": [");
-      Coordinates c = unravel(r.element, tensor);
-      for (std::size_t k = 0; k < c.size; ++k) {
-        if (k) p = put(p, ", ");
-        p = std::to_chars(p, p + 20, c[k]).ptr;
-      }
+      std::memcpy(p, c.text.data(), c.size);
+      p += c.size;
       p = put(p, "]}\n");
       out_.commit(p);
     }
@@ -58,6 +109,10 @@ class JsonlSink final : public AccessSink {
   const Schedule& schedule_;
   OutputBuffer& out_;
   std::vector<std::string> middle_;
+  std::vector<CoordsText> coords_;  // per trace
+  std::int64_t timestep_ = -1;
+  char timestep_text_[24] = {};
+  std::size_t timestep_size_ = 0;
 };
 
 }  // namespace

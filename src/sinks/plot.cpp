@@ -5,6 +5,7 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/plot.hpp"
+#include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 
@@ -12,9 +13,16 @@ namespace looptrace {
 
 std::string PlotPanel::title() const {
   std::string out = tensor + " (";
-  for (std::size_t r = 0; r < ranks.size(); ++r)
+  std::int64_t full = 1;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
     out += (r ? ", " : "") + ranks[r] + "=" + std::to_string(shape[r]);
-  return out + ")";
+    full *= shape[r];
+  }
+  out += ")";
+  if (rank >= 0) full = shape[std::size_t(rank)];
+  if (y_first > 0 || y_size < full)
+    out += ", " + y_label() + " [" + std::to_string(y_first) + ", " + std::to_string(y_first + y_size) + ")";
+  return out;
 }
 
 std::string PlotPanel::y_label() const { return rank < 0 ? "element" : ranks[std::size_t(rank)]; }
@@ -23,7 +31,8 @@ namespace {
 
 constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f",
                                     "#76b7b2", "#edc948", "#ff9da7", "#e15759", "#bab0ac"};
-constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+// A raster cell that more than one colour touched (Einsums, or reads and writes).
+constexpr std::uint16_t kMixedColor = 0xFFFE;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -39,75 +48,25 @@ struct YMap {
   }
 };
 
-// The open tile windows of one (level, tensor): each collects its live span and the y
-// keys touched, and becomes a block when it ends. Windows arrive sorted by start and
-// accesses in time order, so at most the overlapping windows are open at once.
-class WindowTracker {
- public:
-  struct Closed {
-    std::int64_t first, last;
-    std::vector<std::int64_t> keys;  // sorted, distinct
-  };
+// The tile of one (Storage node, tensor) in its open window, for the blocks: its live
+// span (first to last touch) and the y keys touched. Keys stay bounded by the distinct
+// keys of a window (exact y, or raster rows).
+struct OpenTile {
+  std::int64_t first = -1, last = -1;
+  std::vector<std::int64_t> keys;
+  std::size_t compacted = 0;
 
-  explicit WindowTracker(std::vector<TimeRange> windows) : windows_(std::move(windows)) {
-    next_event_ = windows_.empty() ? kNever : windows_.front().from;
+  void touch(std::int64_t t, std::int64_t key) {
+    if (first < 0) first = t;
+    last = t;
+    if (keys.empty() || keys.back() != key) keys.push_back(key);
+    if (keys.size() >= 2 * compacted + 4096) compact();
   }
-
-  template <class OnClose>
-  void touch(std::int64_t t, std::int64_t key, OnClose&& on_close) {
-    if (t >= next_event_) move_to(t, on_close);
-    for (Open& w : open_) {
-      if (w.first < 0) w.first = t;
-      w.last = t;
-      if (w.keys.empty() || w.keys.back() != key) w.keys.push_back(key);
-      if (w.keys.size() >= 2 * w.compacted + 4096) compact(w);
-    }
+  void compact() {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    compacted = keys.size();
   }
-
-  template <class OnClose>
-  void finish(OnClose&& on_close) {
-    move_to(kNever, on_close);
-  }
-
- private:
-  struct Open {
-    TimeRange window;
-    std::int64_t first = -1, last = -1;
-    std::vector<std::int64_t> keys;
-    std::size_t compacted = 0;
-  };
-
-  // Keys stay bounded by the distinct keys of a window (exact y, or raster rows).
-  static void compact(Open& w) {
-    std::sort(w.keys.begin(), w.keys.end());
-    w.keys.erase(std::unique(w.keys.begin(), w.keys.end()), w.keys.end());
-    w.compacted = w.keys.size();
-  }
-
-  template <class OnClose>
-  void move_to(std::int64_t t, OnClose& on_close) {
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < open_.size(); ++i) {
-      Open& w = open_[i];
-      if (w.window.to > t) {
-        if (kept != i) open_[kept] = std::move(w);  // a self-move would empty the keys
-        ++kept;
-      } else if (w.first >= 0) {
-        compact(w);
-        on_close(Closed{w.first, w.last, std::move(w.keys)});
-      }
-    }
-    open_.resize(kept);
-    for (; next_ < windows_.size() && windows_[next_].from <= t; ++next_)
-      if (windows_[next_].to > t) open_.push_back(Open{windows_[next_], -1, -1, {}, 0});
-    next_event_ = next_ < windows_.size() ? windows_[next_].from : kNever;
-    for (const Open& w : open_) next_event_ = std::min(next_event_, w.window.to);
-  }
-
-  std::vector<TimeRange> windows_;
-  std::size_t next_ = 0;
-  std::vector<Open> open_;
-  std::int64_t next_event_ = kNever;
 };
 
 std::vector<Interval> runs_of(const std::vector<std::int64_t>& sorted_keys) {
@@ -178,19 +137,20 @@ class PlotBuilder {
     if (!plot.memory_level.empty()) check_memory_level(summary, data_.panels, plot.memory_level);
     route_traces(summary);
     if (data_.raster) make_rasters();
-    for (const auto& p : data_.panels)
-      trackers_.emplace_back(plot.memory_level.empty()
-                                 ? std::vector<TimeRange>{}
-                                 : summary.tile_lifetime(plot.memory_level, p.tensor));
   }
 
   PlotData run(const TraceOptions& options) {
-    AccessStream stream(schedule_, options);
-    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch())
-      for (const AccessRecord& r : batch) add(r);
-    for (std::size_t p = 0; p < trackers_.size(); ++p)
-      trackers_[p].finish([&](const WindowTracker::Closed& w) { close_window(p, w); });
-    if (!data_.raster) name_series();
+    if (plot_.memory_level.empty()) {
+      AccessStream stream(schedule_, options);
+      for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
+        for (const AccessRecord& r : batch) add(r);
+        if (plot_.progress) plot_.progress(batch.back().timestep + 1 - data_.window.from);
+      }
+    } else {
+      run_with_windows(options);
+    }
+    if (data_.raster) name_raster_series();
+    else name_series();
     return std::move(data_);
   }
 
@@ -198,10 +158,12 @@ class PlotBuilder {
   struct Route {
     int panel = -1;
     std::uint32_t series = 0;  // raw: einsum * 2 + is_output, or is_output
+    std::uint32_t color = 0;   // raw raster colour: the Einsum, or is_output
     YMap y;
   };
 
   void make_panels(const std::vector<std::string>& tensors) {
+    std::vector<std::string> sizes;  // for the error of a zoom that misses every panel
     for (const auto& name : tensors) {
       const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.find_tensor(name))];
       PlotPanel p;
@@ -211,8 +173,18 @@ class PlotBuilder {
         p.rank = int(r - info.ranks.begin());
         p.y_size = info.shape[std::size_t(p.rank)];
       }
+      // The y zoom: what of [y_from, y_to) the panel has.
+      const std::int64_t lo = std::min(plot_.y_from, p.y_size);
+      const std::int64_t hi = plot_.y_to < 0 ? p.y_size : std::min(plot_.y_to, p.y_size);
+      sizes.push_back(name + " " + std::to_string(p.y_size));
+      if (hi <= lo) continue;
+      p.y_first = lo, p.y_size = hi - lo;
       data_.panels.push_back(std::move(p));
     }
+    if (data_.panels.empty())
+      throw SpecError("the y range [" + std::to_string(plot_.y_from) + ", " +
+                      (plot_.y_to < 0 ? std::string("end") : std::to_string(plot_.y_to)) +
+                      ") holds no y of the plotted tensors (their sizes: " + join(sizes) + ")");
   }
 
   // Which panel and series each trace feeds; decides points or rasters from the counts.
@@ -228,54 +200,101 @@ class PlotBuilder {
       plotted += count.n_accesses;
       route.series = plot_.color_by == PlotColor::einsum ? std::uint32_t(t.einsum_index * 2 + t.is_output)
                                                         : std::uint32_t(t.is_output);
+      // A raster cell has a colour, not a shape: the Einsum, or read vs write.
+      route.color = plot_.color_by == PlotColor::einsum ? std::uint32_t(t.einsum_index) : route.series;
       const PlotPanel& panel = data_.panels[std::size_t(route.panel)];
       if (panel.rank >= 0) {
         const TensorInfo& info = schedule_.tensors[std::size_t(t.tensor_index)];
         route.y = {info.strides[std::size_t(panel.rank)], panel.y_size};
       }
     }
-    data_.raster = plotted > plot_.max_points;
+    // Markers that would overlap in x read as hatching: past what fits, the raster.
+    const double fit = double(plot_.width - kPlotMargins) / kMinMarkerPixels;
+    data_.raster = plotted > plot_.max_points || double(data_.window.to - data_.window.from) > fit;
   }
 
+  // Cells hold a whole number of timesteps and of y, so the legend can say what a cell
+  // is; the last column and row may reach past the window and the panel.
   void make_rasters() {
     const std::int64_t length = data_.window.to - data_.window.from;
+    auto ceil_div = [](std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); };
     for (auto& p : data_.panels) {
       DensityRaster& d = p.density;
-      d.columns = std::max<std::int64_t>(1, std::min(length, plot_.raster_columns));
-      d.rows = std::max<std::int64_t>(1, std::min(p.y_size, plot_.raster_rows));
+      d.timesteps_per_column = std::max<std::int64_t>(1, ceil_div(length, std::max<std::int64_t>(1, plot_.raster_columns)));
+      d.y_per_row = std::max<std::int64_t>(1, ceil_div(p.y_size, std::max<std::int64_t>(1, plot_.raster_rows)));
+      d.columns = std::max<std::int64_t>(1, ceil_div(length, d.timesteps_per_column));
+      d.rows = std::max<std::int64_t>(1, ceil_div(p.y_size, d.y_per_row));
       d.counts.assign(std::size_t(d.columns * d.rows), 0);
+      d.series.assign(d.counts.size(), DensityRaster::kNoSeries);
       if (!plot_.memory_level.empty()) d.tiles.assign(d.counts.size(), 0);
     }
   }
 
   std::int64_t column(const DensityRaster& d, std::int64_t t) const {
-    const std::int64_t length = data_.window.to - data_.window.from;
-    return std::int64_t((__int128(t - data_.window.from) * d.columns) / length);
+    return (t - data_.window.from) / d.timesteps_per_column;
   }
-  static std::int64_t row(const DensityRaster& d, std::int64_t y, std::int64_t y_size) {
-    return std::int64_t((__int128(y) * d.rows) / y_size);
+  static std::int64_t row(const DensityRaster& d, std::int64_t y_in_panel) { return y_in_panel / d.y_per_row; }
+
+  // The memory level's tiles from the tile_windows stage: each access lands in the
+  // window of the Storage node holding it; a window that closes becomes a block.
+  void run_with_windows(const TraceOptions& options) {
+    std::vector<std::string> tensors;
+    for (const auto& p : data_.panels) tensors.push_back(p.tensor);
+    auto windows = trace_pipeline(schedule_, options) | tile_windows(plot_.memory_level, tensors);
+    std::vector<std::vector<OpenTile>> tiles(schedule_.storages.size());  // [node][panel]
+    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+      for (const WindowEvent& e : step.events) {
+        auto& open = tiles[e.storage];
+        if (e.kind == WindowEvent::Kind::open) {
+          open.assign(data_.panels.size(), OpenTile{});
+          continue;
+        }
+        for (std::size_t p = 0; p < open.size(); ++p)
+          if (open[p].first >= 0) {
+            open[p].compact();
+            close_window(p, open[p]);
+          }
+        open.clear();
+      }
+      for (const AccessRecord& r : step.accesses) {
+        const std::int64_t key = add(r);
+        const int h = windows.holder(r.trace);
+        if (key < 0 || h < 0 || tiles[std::size_t(h)].empty()) continue;
+        tiles[std::size_t(h)][std::size_t(routes_[r.trace].panel)].touch(r.timestep, key);
+      }
+      if (plot_.progress && !step.accesses.empty())
+        plot_.progress(step.accesses.back().timestep + 1 - data_.window.from);
+    }
   }
 
-  void add(const AccessRecord& r) {
+  // Plots one access; returns its y key (the y, or the raster row), or -1 if not plotted.
+  std::int64_t add(const AccessRecord& r) {
     const Route& route = routes_[r.trace];
-    if (route.panel < 0) return;
+    if (route.panel < 0) return -1;
     const auto p = std::size_t(route.panel);
     PlotPanel& panel = data_.panels[p];
     const std::int64_t y = route.y(r.element);
+    if (y < panel.y_first || y - panel.y_first >= panel.y_size) return -1;  // outside the zoom
     std::int64_t key = y;
     if (data_.raster) {
       DensityRaster& d = panel.density;
-      key = row(d, y, panel.y_size);
-      std::uint32_t& cell = d.counts[std::size_t(key * d.columns + column(d, r.timestep))];
+      key = row(d, y - panel.y_first);
+      const auto at = std::size_t(key * d.columns + column(d, r.timestep));
+      std::uint32_t& cell = d.counts[at];
       if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;
+      // Raw colour until the end: the only one seen in the cell, or kMixedColor.
+      std::uint16_t& color = d.series[at];
+      const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
+      if (color == DensityRaster::kNoSeries) color = raw;
+      else if (color != raw) color = kMixedColor;
     } else {
       panel.points.push_back({r.timestep, y, route.series});
     }
-    trackers_[p].touch(r.timestep, key, [&](const WindowTracker::Closed& w) { close_window(p, w); });
+    return key;
   }
 
   // A window ended: its block in point mode, its cells in raster mode (keys are rows).
-  void close_window(std::size_t p, const WindowTracker::Closed& w) {
+  void close_window(std::size_t p, const OpenTile& w) {
     PlotPanel& panel = data_.panels[p];
     ++panel.n_blocks;
     if (!data_.raster) {
@@ -316,11 +335,38 @@ class PlotBuilder {
       for (auto& pt : panel.points) pt.series = used[pt.series];
   }
 
+  // Raster colours: the Einsums (or read, write) present, then the mix if any.
+  void name_raster_series() {
+    std::map<std::uint16_t, std::uint16_t> used;
+    for (const auto& panel : data_.panels)
+      for (std::uint16_t raw : panel.density.series)
+        if (raw != DensityRaster::kNoSeries) used[raw] = 0;
+    const bool by_einsum = plot_.color_by == PlotColor::einsum;
+    for (auto& [raw, index] : used) {
+      index = std::uint16_t(data_.series.size());
+      PlotSeries s;
+      if (raw == kMixedColor) {
+        s.label = by_einsum ? "several Einsums" : "read and write";
+        s.color = by_einsum ? "#555555" : "#8e44ad";
+      } else if (by_einsum) {
+        s.label = schedule_.einsums[raw];
+        s.color = kPalette[raw % std::size(kPalette)];
+      } else {
+        s.is_output = raw == 1;
+        s.label = s.is_output ? "write" : "read";
+        s.color = s.is_output ? "#e15759" : "#4e79a7";
+      }
+      data_.series.push_back(std::move(s));
+    }
+    for (auto& panel : data_.panels)
+      for (std::uint16_t& raw : panel.density.series)
+        if (raw != DensityRaster::kNoSeries) raw = used[raw];
+  }
+
   const Schedule& schedule_;
   const PlotOptions& plot_;
   PlotData data_;
   std::vector<Route> routes_;
-  std::vector<WindowTracker> trackers_;
 };
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The picture as SVG: a legend, then one panel per tensor on a shared time axis. Points
-// of one series share one path and raster cells of one shade share one path, so the
-// file grows with the distinct marks drawn, never with the trace.
+// of one series share one path and raster cells of one colour and shade share one
+// path, so the file grows with the distinct marks drawn, never with the trace.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <map>
+#include <string_view>
 #include <utility>
 
 #include "looptrace/sinks/plot.hpp"
@@ -13,9 +15,10 @@ namespace looptrace {
 
 namespace {
 
-constexpr const char* kShades[] = {"#deebf7", "#c6dbef", "#9ecae1", "#6baed6",
-                                   "#4292c6", "#2171b5", "#08519c", "#08306b"};
+// Raster cells: the series colour at an opacity that grows with the count (log scale).
+constexpr const char* kShadeOpacity[] = {"0.45", "0.52", "0.6", "0.68", "0.76", "0.84", "0.92", "1"};
 constexpr int kShadeCount = 8;
+constexpr double kMaxMarker = 8.0, kLegendMarker = 12.0;  // pixels; the least is kMinMarkerPixels
 constexpr const char* kTileFill = "#fdd49e";
 constexpr const char* kTileStroke = "#e6550d";
 
@@ -36,18 +39,64 @@ std::string tenths(std::int64_t v) {
   return buf;
 }
 
-std::string xml(const std::string& text) {
+// The length of the well-formed UTF-8 sequence at the start of `s` (0 if none), and
+// otherwise how many bytes its longest valid beginning has (the part one U+FFFD
+// replaces, at least 1).
+std::pair<std::size_t, std::size_t> utf8_sequence(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return {1, 1};
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return {0, 1};
+  for (std::size_t i = 1; i < n; ++i) {
+    if (i >= s.size()) return {0, i};
+    const unsigned char want_lo = i == 1 ? lo : 0x80, want_hi = i == 1 ? hi : 0xBF;
+    if (b(i) < want_lo || b(i) > want_hi) return {0, i};
+  }
+  return {n, n};
+}
+
+// Text for XML: markup escaped; what XML cannot hold (control characters, invalid
+// UTF-8, U+FFFE and U+FFFF) becomes U+FFFD, so any name gives a well-formed file.
+std::string xml(std::string_view text) {
+  static constexpr const char* kReplacement = "\xEF\xBF\xBD";
   std::string out;
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto [valid, length] = utf8_sequence(text.substr(i));
+    const std::string_view piece = text.substr(i, length);
+    i += length;
+    if (valid == 0 || piece == "\xEF\xBF\xBE" || piece == "\xEF\xBF\xBF") {
+      out += kReplacement;
+      continue;
+    }
+    const char c = piece[0];
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
-      default: out += c;
+      default:
+        if (valid == 1 && static_cast<unsigned char>(c) < 0x20) out += kReplacement;
+        else out += piece;
     }
   }
   return out;
+}
+
+// A tick label that stays short: 950, 12k, 1.5M, 100M, 2G.
+std::string tick_label(std::int64_t v) {
+  if (v < 10'000 && v > -10'000) return std::to_string(v);
+  static constexpr const char* kSuffix[] = {"k", "M", "G", "T", "P", "E"};
+  double x = double(v);
+  int power = -1;
+  while (std::fabs(x) >= 999.5 && power < 5) x /= 1000, ++power;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g%s", x, kSuffix[power]);
+  return buf;
 }
 
 // About `target` round integer ticks (1, 2, 5 x 10^k apart) in [lo, hi].
@@ -89,7 +138,7 @@ void marker(std::string& d, bool write, double x, double y, double size) {
 
 // Where things go, in pixels: the legend on top, then the panels, then the time axis.
 struct Layout {
-  double width = 0, left = 90, right = 24, plot_width = 0;
+  double width = 0, left = 90, right = kPlotMargins - 90, plot_width = 0;
   double panel_height = 0, title_height = 22, gap = 16;
   double top_of_panels = 0;
 
@@ -133,23 +182,26 @@ class SvgPicture {
     return layout_.left + (t - double(d_.window.from)) / length * layout_.plot_width;
   }
   double y_of(const PlotPanel& p, double top, double y) const {
-    return top + layout_.panel_height - y / double(p.y_size) * layout_.panel_height;
+    return top + layout_.panel_height - (y - double(p.y_first)) / double(p.y_size) * layout_.panel_height;
   }
 
-  // Exactly what is drawn: the series with points, the density scale, the tiles.
+  // Exactly what is drawn: the series (markers, or raster colours), the density scale
+  // with the size of a cell, the tiles.
   std::vector<LegendEntry> legend_entries() const {
     std::vector<LegendEntry> entries;
     for (const auto& s : d_.series) {
       std::string d;
-      marker(d, s.is_output, 7, 0, 9);
+      if (d_.raster) box(d, 1, -6, 13, 6);
+      else marker(d, s.is_output, 7, 0, kLegendMarker);
       entries.push_back({"<path d=\"" + d + "\" fill=\"" + s.color + "\"/>", s.label});
     }
     if (d_.raster) {
       std::string swatch;
       for (int k = 0; k < kShadeCount; ++k)
-        swatch += "<rect x=\"" + num(k * 4) + "\" y=\"-5\" width=\"4\" height=\"10\" fill=\"" +
-                  kShades[k] + "\"/>";
-      entries.push_back({swatch, "accesses per cell (1 to " + std::to_string(max_count()) + ")", 32});
+        swatch += "<rect x=\"" + num(k * 4) + "\" y=\"-5\" width=\"4\" height=\"10\" fill=\"#333\" fill-opacity=\"" +
+                  kShadeOpacity[k] + "\"/>";
+      entries.push_back({swatch, "accesses per cell (1 to " + std::to_string(max_count()) + "); a cell is " +
+                                     cell_size(), 32});
     }
     if (!d_.memory_level.empty())
       entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +
@@ -172,6 +224,22 @@ class SvgPicture {
     }
     legend_height_ = y + 10;
     return out + "</g>\n";
+  }
+
+  // "4 timesteps × 2 elements": the panels share the columns; their rows differ when
+  // their y ranges do ("× 4 elements or 2 elements").
+  std::string cell_size() const {
+    auto amount = [](std::int64_t v, const std::string& unit) {
+      return tick_label(v) + " " + unit + (v == 1 ? "" : "s");
+    };
+    std::vector<std::string> rows;
+    for (const auto& q : d_.panels) {
+      const std::string r = amount(q.density.y_per_row, q.rank < 0 ? "element" : q.y_label() + " coordinate");
+      if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
+    }
+    std::string out = amount(d_.panels.front().density.timesteps_per_column, "timestep") + " \u00d7 ";
+    for (std::size_t i = 0; i < rows.size(); ++i) out += (i ? " or " : "") + rows[i];
+    return out;
   }
 
   std::uint32_t max_count() const {
@@ -211,11 +279,10 @@ class SvgPicture {
 
   void y_ticks(const PlotPanel& p, double top) {
     const double left = layout_.left;
-    for (std::int64_t y : ticks(0, p.y_size - 1, 4)) {
+    for (std::int64_t y : ticks(p.y_first, p.y_first + p.y_size - 1, 4)) {
       const double py = y_of(p, top, double(y) + 0.5);
-      out_ += "<path d=\"M" + num(left) + " " + num(py) + "h-4\" stroke=\"#444\"/><text x=\"" +
-              num(left - 7) + "\" y=\"" + num(py + 4) + "\" text-anchor=\"end\">" +
-              std::to_string(y) + "</text>\n";
+      out_ += "<path d=\"M" + num(left) + " " + num(py) + "h-4\" stroke=\"#444\"/><text class=\"ytick\" x=\"" +
+              num(left - 7) + "\" y=\"" + num(py + 4) + "\" text-anchor=\"end\">" + tick_label(y) + "</text>\n";
     }
   }
 
@@ -241,7 +308,7 @@ class SvgPicture {
   void points(const PlotPanel& p, double top) {
     const double length = double(d_.window.to - d_.window.from);
     const double cell = std::min(layout_.plot_width / length, layout_.panel_height / double(p.y_size));
-    const std::int64_t size = std::llround(std::clamp(cell * 0.8, 1.5, 8.0) * 10);
+    const std::int64_t size = std::llround(std::clamp(cell * 0.8, kMinMarkerPixels, kMaxMarker) * 10);
     for (std::size_t first = 0; first < p.points.size();) {
       const std::uint32_t s = p.points[first].series;
       const PlotSeries& series = d_.series[s];
@@ -280,57 +347,57 @@ class SvgPicture {
     }
   }
 
-  // Raster mode: tiles then density cells, each as runs of equal cells along a row.
+  // Raster mode: tiles, then density cells in their series' colour, darker with more
+  // accesses; each as runs of equal cells along a row.
   void raster(const PlotPanel& p, double top) {
     const DensityRaster& r = p.density;
     const double log_max = std::log(double(max_count()));
-    auto shade = [&](std::size_t cell) {
+    auto level = [&](std::size_t cell) {  // series * kShadeCount + shade, -1 if empty
       const std::uint32_t c = r.counts[cell];
       if (c == 0) return -1;
-      if (log_max <= 0) return kShadeCount - 1;
-      return int(std::lround(std::log(double(c)) / log_max * (kShadeCount - 1)));
+      const int shade = log_max <= 0 ? kShadeCount - 1
+                                     : int(std::lround(std::log(double(c)) / log_max * (kShadeCount - 1)));
+      return int(r.series[cell]) * kShadeCount + shade;
     };
     if (!r.tiles.empty())
-      out_ += "<path class=\"tile-cover\" fill=\"" + std::string(kTileFill) + "\" d=\"" +
-              runs(p, top, [&](std::size_t cell) { return r.tiles[cell] ? 0 : -1; }, 0) + "\"/>\n";
-    for (int k = 0; k < kShadeCount; ++k) {
-      std::string d = runs(p, top, shade, k);
-      if (!d.empty())
-        out_ += "<path class=\"density\" data-shade=\"" + std::to_string(k) + "\" fill=\"" +
-                kShades[k] + "\" d=\"" + d + "\"/>\n";
+      for (const auto& [_, d] : runs(p, top, [&](std::size_t cell) { return r.tiles[cell] ? 0 : -1; }))
+        out_ += "<path class=\"tile-cover\" fill=\"" + std::string(kTileFill) + "\" d=\"" + d + "\"/>\n";
+    for (const auto& [key, d] : runs(p, top, level)) {
+      const PlotSeries& series = d_.series[std::size_t(key / kShadeCount)];
+      out_ += "<path class=\"density\" data-series=\"" + xml(series.label) + "\" data-shade=\"" +
+              std::to_string(key % kShadeCount) + "\" fill=\"" + series.color + "\" fill-opacity=\"" +
+              kShadeOpacity[key % kShadeCount] + "\" d=\"" + d + "\"/>\n";
     }
   }
 
+  // Path data per level (>= 0) of the cells, in one pass: runs of equal cells along a row.
   template <class Level>
-  std::string runs(const PlotPanel& p, double top, Level&& level, int wanted) const {
+  std::map<int, std::string> runs(const PlotPanel& p, double top, Level&& level) const {
     const DensityRaster& r = p.density;
-    std::string d;
-    auto x_at = [&](std::int64_t c) {
-      return layout_.left + double(c) / double(r.columns) * layout_.plot_width;
+    std::map<int, std::string> paths;
+    auto x_at = [&](std::int64_t c) {  // the left edge of column c, the last one cut at the window
+      return x_of(double(std::min(d_.window.from + c * r.timesteps_per_column, d_.window.to)));
     };
     auto y_at = [&](std::int64_t row) {
-      return top + layout_.panel_height - double(row) / double(r.rows) * layout_.panel_height;
+      return y_of(p, top, double(p.y_first + std::min(row * r.y_per_row, p.y_size)));
     };
     for (std::int64_t row = 0; row < r.rows; ++row)
       for (std::int64_t c = 0; c < r.columns;) {
-        if (level(std::size_t(row * r.columns + c)) != wanted) {
-          ++c;
-          continue;
-        }
+        const int wanted = level(std::size_t(row * r.columns + c));
         std::int64_t end = c + 1;
         while (end < r.columns && level(std::size_t(row * r.columns + end)) == wanted) ++end;
-        box(d, x_at(c), y_at(row + 1), x_at(end), y_at(row));
+        if (wanted >= 0) box(paths[wanted], x_at(c), y_at(row + 1), x_at(end), y_at(row));
         c = end;
       }
-    return d;
+    return paths;
   }
 
   void x_axis() {
     const double bottom = layout_.bottom(d_.panels.size());
     out_ += "<g class=\"xaxis\">\n";
     for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8))
-      out_ += "<text x=\"" + num(x_of(double(t) + 0.5)) + "\" y=\"" + num(bottom + 17) +
-              "\" text-anchor=\"middle\">" + std::to_string(t) + "</text>\n";
+      out_ += "<text class=\"xtick\" x=\"" + num(x_of(double(t) + 0.5)) + "\" y=\"" + num(bottom + 17) +
+              "\" text-anchor=\"middle\">" + tick_label(t) + "</text>\n";
     out_ += "<text class=\"xlabel\" x=\"" + num(layout_.left + layout_.plot_width / 2) +
             "\" y=\"" + num(bottom + 36) + "\" text-anchor=\"middle\">Timestep</text>\n";
     if (d_.truncated)

@@ -187,12 +187,16 @@ def test_option_errors():
     expect_error(["frobnicate"], [], what="an unknown subcommand")
     expect_error(["trace"], ["files"], what="no files")
 
-    # Extreme but valid values: no output, exit 0.
-    for args in (["--from", "9223372036854775807"], ["--from", "9223372036854775807", "--to", "9223372036854775807"],
-                 ["--max-timesteps", "0"], ["--shard", "3/9223372036854775807"], ["--sample-timesteps", "0"]):
+    # Extreme but valid values: no output, exit 0, and a note on stderr that says why.
+    for args, why in ((["--from", "9223372036854775807"], "past the end of the schedule (4 timesteps)"),
+                      (["--from", "9223372036854775807", "--to", "9223372036854775807"], "past the end"),
+                      (["--max-timesteps", "0"], "--max-timesteps 0"),
+                      (["--shard", "3/9223372036854775807"], "of the 4 timesteps of [0, 4) is empty"),
+                      (["--sample-timesteps", "0"], "--sample-timesteps 0")):
         p = run("trace", GOOD, *args)
-        check(p.returncode == 0 and p.stdout == "" and p.stderr == "",
-              "trace %s: exit 0, no output (rc %d, %r)" % (args, p.returncode, p.stderr))
+        check(p.returncode == 0 and p.stdout == "" and
+              p.stderr.startswith("looptrace: note: nothing selected: ") and why in p.stderr,
+              "trace %s: exit 0, no output, a note naming %r (rc %d, %r)" % (args, why, p.returncode, p.stderr))
     p = run("trace", GOOD, "--max-timesteps", "9223372036854775807")
     check(p.returncode == 0 and len(p.stdout.splitlines()) == 16, "--max-timesteps 2^63-1 is everything")
     p = run("trace", GOOD, "-D", "N=-9223372036854775808")

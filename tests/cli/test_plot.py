@@ -68,6 +68,31 @@ def test_errors():
               "plot %s exits 2 naming %r (got %d: %s)" % (" ".join(extra), message, r.returncode, r.stderr.strip()))
 
 
+def test_zoom():
+    # T0[m, n0] is element 4m + n0, read at t = 32m + 4n0 + n1: elements [4, 12) are m = 1, 2.
+    r = run("plot", *EXAMPLE, "--tensors", "T0", "--elements", "4:12")
+    check(r.returncode == 0, "--elements 4:12 exits 0 (%s)" % r.stderr.strip())
+    root = ET.fromstring(r.stdout)
+    check([e.text for e in classes(root, "title")] == ["T0 (M=8, N0=4), element [4, 12)"],
+          "the title names the zoom: %s" % [e.text for e in classes(root, "title")])
+    yticks = [int(e.text) for e in classes(root, "ytick")]
+    check(yticks and all(4 <= y < 12 for y in yticks), "y ticks inside [4, 12): %s" % yticks)
+    r = run("plot", *EXAMPLE, "--tensors", "T0", "--timesteps", "32:96")
+    root = ET.fromstring(r.stdout)
+    xticks = [int(e.text) for e in classes(root, "xtick")]
+    check(r.returncode == 0 and xticks and xticks[0] >= 32 and xticks[-1] < 96, "x ticks inside [32, 96): %s" % xticks)
+    r = run("plot", *EXAMPLE, "--tensors", "T0", "--timesteps", "100:")
+    check(r.returncode == 0 and "truncated: timesteps [100, 256) of 256" in r.stdout, "--timesteps 100: runs to the end")
+    for extra, message in ((["--elements", "12:4"], "B must be larger than A"),
+                           (["--elements", "4"], "no ':'"),
+                           (["--elements", "a:9"], "'a' is not a whole number"),
+                           (["--elements", "100:"], "holds no y of the plotted tensors"),
+                           (["--timesteps", "0:10", "--from", "3"], "not both")):
+        r = run("plot", *EXAMPLE, *extra)
+        check(r.returncode == 2 and message in r.stderr,
+              "plot %s exits 2 saying %r (got %d: %s)" % (" ".join(extra), message, r.returncode, r.stderr.strip()))
+
+
 def test_large_trace_is_small():
     out = os.path.join(TMP, "large.svg")
     r = run("plot", *SPECS, "-D", "N_EINSUMS=2", "-D", "M=64", "-D", "KN=64",
@@ -183,7 +208,7 @@ def test_iterations():
 def main():
     svg = None
     try:
-        for test in (test_svg_file, test_errors, test_large_trace_is_small, test_iterations):
+        for test in (test_svg_file, test_errors, test_zoom, test_large_trace_is_small, test_iterations):
             svg = guarded(test) or svg
         if svg:
             guarded(test_chromium_renders, svg)

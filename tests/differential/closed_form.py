@@ -87,7 +87,9 @@ def expected(m, kw):
             if tset is not None and tn not in tset:
                 continue
             d[tn] = sorted({(max(s, frm), min(e, to)) for s, e in ws if max(s, frm) < min(e, to)})
-        windows[lvl] = d
+        # A level none of whose tensors pass the tensor filter is dropped (SEMANTICS).
+        if d or tset is None:
+            windows[lvl] = d
     return {
         "n_timesteps": to,
         "truncated": frm > 0 or to < n,
@@ -135,6 +137,8 @@ def check_variant(lt, files, m, kw, label):
             if got_spans != want["spans"]:
                 errs.append(f"{form}: spans: got {got_spans}, want {want['spans']}")
             gw = got_windows(s)
+            if sorted(gw) != sorted(want["windows"]):
+                errs.append(f"{form}: memory levels: got {sorted(gw)}, want {sorted(want['windows'])}")
             for lvl in want["windows"]:
                 if gw.get(lvl) != want["windows"][lvl]:
                     errs.append(f"{form}: windows {lvl}: got {run.short(gw.get(lvl), 200)}, "

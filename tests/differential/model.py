@@ -19,12 +19,12 @@ import re
 import sys
 
 INF = float("inf")
-# Readings of SEMANTICS.md where the text allows two answers (see run.py --help):
-# CLIP_AT_P: a loop's tiles are cut at the tile P it is given ("the last tile may be
-# partial"), so a leaf whose Einsum has a larger extent of that variable than the
-# Einsum the loop was resolved in does not visit the points past P.  False: only the
-# leaf's own extent and the enclosing tiles cut it.
-OPTIONS = {"CLIP_AT_P": True}
+# CLIP_AT_P False is SEMANTICS.md's settled reading (and the reference's): a loop fused
+# across Einsums has its last tile cut only at each leaf's own extent and at enclosing
+# tiles.  True (run.py --clip-at-p) is the other reading, kept to compare: tiles are
+# also cut at the tile P the loop is given, so a leaf whose Einsum has a larger extent
+# of that variable than the Einsum that resolved the loop skips the points past P.
+OPTIONS = {"CLIP_AT_P": False}
 LOOPS = ("Temporal", "Spatial")
 SPLITS = ("Sequential", "Pipeline", "Parallel")
 BODY = ("Nested", "Compute") + SPLITS
@@ -627,13 +627,15 @@ class Model:
                 if tset is not None and tn not in tset:
                     continue
                 d[tn] = [list(w) for w in sorted({(s, min(e, N)) for s, e in ws if s < N})]
-            windows[lvl] = d
+            # A tensor filter drops a level none of whose tensors pass it; a prefix does not.
+            if tset is None or d:
+                windows[lvl] = d
         return {
             "n_timesteps": N,
             "truncated": N < self.n_timesteps,
             "tensors": tensor_order,
             "einsums": [s[3] for s in spans],
-            "memory_levels": list(self.levels),
+            "memory_levels": list(windows),
             "tensor_shapes": {tn: shapes[tn] for tn in tensor_order},
             "tensor_ranks": {tn: self._ranks[tn] for tn in tensor_order},
             "einsum_timespans": {s[3]: [s[0], s[1]] for s in spans},

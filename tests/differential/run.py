@@ -16,8 +16,8 @@ per mismatch, saves failing specs under /tmp/difffail/<caseseed>/, and ends with
 Other options: --minimize CASESEED shrinks a failing case greedily and prints its YAML;
 --spatial P sets how often a generated loop is spatial; --no-spatial-reuse never loops
 again over a variable that an enclosing spatial loop covers (isolates the known
-spatial bug); --no-clip-at-p switches the model to the other reading of an ambiguous
-sentence (see model.OPTIONS)."""
+spatial bug); --clip-at-p switches the model to the reading that SEMANTICS.md's
+"Settled questions" rejects (see model.OPTIONS)."""
 import argparse
 import concurrent.futures
 import json
@@ -307,14 +307,15 @@ def main():
     ap.add_argument("--keep", default="/tmp/difffail")
     ap.add_argument("--spatial", type=float, default=generate.OPTIONS["spatial"],
                     help="probability that a generated loop is spatial")
-    ap.add_argument("--no-clip-at-p", action="store_true",
-                    help="model reading: a loop's last tile is not cut at its P (only at each leaf's extent)")
+    ap.add_argument("--clip-at-p", action="store_true",
+                    help="model the rejected reading: a loop's last tile is also cut at the tile P it "
+                         "is given (the default cuts only at each leaf's extent and enclosing tiles)")
     ap.add_argument("--no-spatial-reuse", action="store_true",
                     help="never loop again over a rank variable that a spatial loop encloses")
     a = ap.parse_args()
     lt = os.path.abspath(a.looptrace)
     generate.OPTIONS["spatial"] = a.spatial
-    model.OPTIONS["CLIP_AT_P"] = not a.no_clip_at_p
+    model.OPTIONS["CLIP_AT_P"] = a.clip_at_p
     generate.OPTIONS["spatial_reuse"] = not a.no_spatial_reuse
     if a.minimize is not None:
         minimize(lt, a.minimize, a.max_accesses, a.max_timesteps_total)

@@ -6,28 +6,42 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
-#include "looptrace/stages/leaf_source.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace {
 
 enum class PlotColor { einsum, access };
 
+// Markers are at least this wide (pixels), so squares and triangles stay apart; a
+// window with more timesteps than fit side by side at that size is drawn as rasters.
+inline constexpr double kMinMarkerPixels = 3.0;
+inline constexpr int kPlotMargins = 114;  // pixels left and right of the panels
+
 struct PlotOptions {
   PlotColor color_by = PlotColor::einsum;
   std::string rank;          // y is the coordinate along this rank; empty: the element
   std::string memory_level;  // shade the tiles this level holds; empty: none
-  std::int64_t max_points = 150'000;  // more accesses than this: density rasters
-  std::int64_t raster_columns = 480, raster_rows = 120;  // at most, per panel
+  // Zoom on y: only y in [y_from, y_to) (y_to < 0: to the end); a panel with no y in
+  // the range is left out. The x zoom is the trace's window (--from / --to).
+  std::int64_t y_from = 0, y_to = -1;
+  // More accesses than this, or more timesteps than markers fit across: density rasters.
+  std::int64_t max_points = 150'000;
+  // At most, per panel: cells of about 3 x 3 pixels at the default size.
+  std::int64_t raster_columns = 280, raster_rows = 60;
   int width = 960, panel_height = 180;  // pixels
+  // Called now and then while the trace streams, with the timesteps of the window done.
+  std::function<void(std::int64_t timesteps_done)> progress;
 };
 
 // What one marker shape and colour stands for; reads are squares, writes triangles.
+// In a raster a series is a colour only: an Einsum, "read", "write", or a mix.
 struct PlotSeries {
   std::string label;  // "Matmul0 read" (colour by Einsum), "write" (by access)
   std::string color;
@@ -46,10 +60,13 @@ struct PlotBlock {
   std::vector<Interval> runs;     // the contiguous runs of y touched in the window
 };
 
-// Accesses per cell of timestep x y; row-major, row 0 holds y = 0.
+// Accesses per cell of timestep x y; row-major, row 0 holds the panel's first y.
 struct DensityRaster {
+  static constexpr std::uint16_t kNoSeries = 0xFFFF;
   std::int64_t columns = 0, rows = 0;
+  std::int64_t timesteps_per_column = 1, y_per_row = 1;  // what one cell covers
   std::vector<std::uint32_t> counts;  // saturating
+  std::vector<std::uint16_t> series;  // per cell: into PlotData::series; kNoSeries if empty
   std::vector<std::uint8_t> tiles;    // 1 where a memory-level tile covers the cell
 };
 
@@ -58,13 +75,14 @@ struct PlotPanel {
   std::vector<std::string> ranks;
   std::vector<std::int64_t> shape;
   int rank = -1;              // the rank that y follows; -1: the flattened element
-  std::int64_t y_size = 1;    // y runs over [0, y_size)
+  std::int64_t y_first = 0;   // y runs over [y_first, y_first + y_size): all of it, or the zoom
+  std::int64_t y_size = 1;
   std::vector<PlotPoint> points;  // point mode: sorted, distinct
   std::vector<PlotBlock> blocks;  // point mode: one per window in which y is touched
   std::int64_t n_blocks = 0;      // windows in which the tensor is touched (both modes)
   DensityRaster density;          // raster mode
 
-  std::string title() const;    // "T0 (M=8, N0=4)"
+  std::string title() const;    // "T0 (M=8, N0=4)", "T0 (M=8, N0=4), element [4, 12)" zoomed
   std::string y_label() const;  // "element" or "N0"
 };
 
@@ -74,13 +92,13 @@ struct PlotData {
   std::int64_t n_timesteps = 0;   // of the full schedule
   bool raster = false;            // density rasters instead of points
   std::string memory_level;
-  std::vector<PlotSeries> series;  // exactly those with points
+  std::vector<PlotSeries> series;  // exactly those drawn (points, or raster colours)
   std::vector<PlotPanel> panels;
 };
 
 // Streams the trace once. Throws SpecError for a --tensors entry with no access, a
 // rank no plotted tensor has, a memory level that holds none of the plotted tensors,
-// or a selection with nothing to plot.
+// a y zoom that holds no y of any plotted tensor, or a selection with nothing to plot.
 PlotData build_plot(const Schedule& schedule, const TraceOptions& options,
                     const PlotOptions& plot = {});
 

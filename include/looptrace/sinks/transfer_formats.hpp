@@ -1,0 +1,29 @@
+// Transfer traces as text: JSON Lines, DRAMsim3's trace format (`0x<addr> READ|WRITE
+// <cycle>`, as its TraceBasedCPU reads it) and Ramulator 2's LoadStoreTrace format
+// (`LD 0x<addr>` / `ST 0x<addr>`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "looptrace/schedule.hpp"
+#include "looptrace/sinks/output.hpp"
+#include "looptrace/stages/transfers.hpp"
+
+namespace looptrace {
+
+class TransferSink {
+ public:
+  virtual ~TransferSink() = default;
+  virtual void write(std::span<const TransferRequest> requests) = 0;
+};
+
+// "jsonl", "dramsim3" or "ramulator2"; a request at timestep t is at cycle
+// t * cycles_per_timestep. Throws SpecError naming the formats for anything else.
+std::unique_ptr<TransferSink> make_transfer_sink(const std::string& format, const Schedule& schedule,
+                                                 const std::string& level, std::int64_t cycles_per_timestep,
+                                                 OutputBuffer& out);
+
+}  // namespace looptrace

@@ -1,0 +1,88 @@
+// Stage 6: tensor and Einsum filters. Timesteps keep their numbers: a filter drops
+// accesses, never time. Placed anywhere, it pushes its mask upstream through every
+// stage that forwards it, down to the projections, so filtered traces are never
+// computed; over a source that cannot be told, it drops records as they pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/stages/leaf_iterations.hpp"
+#include "looptrace/stages/pipeline.hpp"
+
+namespace looptrace {
+
+// Which traces and leaves the filters keep. Throws SpecError for unknown names.
+struct TraceFilter {
+  std::vector<bool> trace_enabled;  // per Schedule::traces
+  std::vector<bool> leaf_enabled;   // per Schedule::leaves
+
+  // Empty lists keep everything.
+  static TraceFilter from_names(const Schedule& schedule, const std::vector<std::string>& tensors,
+                                const std::vector<std::string>& einsums);
+};
+
+template <AccessSource Up>
+class FilterTraces : public AccessStage<FilterTraces<Up>> {
+ public:
+  FilterTraces() = default;
+  FilterTraces(Up up, std::vector<bool> trace_enabled)
+      : up_(std::move(up)), enabled_(std::move(trace_enabled)) {
+    if constexpr (RestrictableSource<Up>) up_.restrict_traces(enabled_);
+  }
+
+  AccessBatch next_batch(std::int64_t until) {
+    if constexpr (RestrictableSource<Up>) {
+      return up_.next_batch(until);  // upstream computes only what passes
+    } else {
+      for (;;) {
+        const AccessBatch b = up_.next_batch(until);
+        if (b.empty()) return b;
+        buffer_.clear();
+        for (const AccessRecord& r : b)
+          if (enabled_[r.trace]) buffer_.push_back(r);
+        if (!buffer_.empty()) return {buffer_, b.deduplicated};
+      }
+    }
+  }
+  std::int64_t next_timestep() const { return up_.next_timestep(); }
+  void seek(std::int64_t t) { up_.seek(t); }
+  const Schedule& schedule() const { return up_.schedule(); }
+  void restrict_traces(const std::vector<bool>& mask) {
+    for (std::size_t i = 0; i < enabled_.size(); ++i) enabled_[i] = enabled_[i] && mask[i];
+    if constexpr (RestrictableSource<Up>) up_.restrict_traces(enabled_);
+  }
+  const Up& upstream() const { return up_; }
+
+ private:
+  Up up_;
+  std::vector<bool> enabled_;
+  std::vector<AccessRecord> buffer_;
+};
+
+struct FilterAdaptor : StageAdaptor {
+  std::vector<std::string> tensors, einsums;  // empty: all
+
+  template <AccessSource Up>
+  FilterTraces<Up> operator()(Up up) const {
+    TraceFilter f = TraceFilter::from_names(up.schedule(), tensors, einsums);
+    return FilterTraces<Up>(std::move(up), std::move(f.trace_enabled));
+  }
+  // Before projection: keep the leaves of the chosen Einsums (iterations have no tensor).
+  LeafSet<LeafIterations> operator()(LeafSet<LeafIterations> set) const {
+    const TraceFilter f = TraceFilter::from_names(*set.schedule, tensors, einsums);
+    std::erase_if(set.leaves, [&](const LeafIterations& l) { return !f.leaf_enabled[l.leaf_index()]; });
+    return set;
+  }
+};
+
+// `... | filter_traces({"A", "B"}, {"Matmul1"})`: only these tensors of these Einsums.
+inline FilterAdaptor filter_traces(std::vector<std::string> tensors, std::vector<std::string> einsums = {}) {
+  FilterAdaptor a;
+  a.tensors = std::move(tensors);
+  a.einsums = std::move(einsums);
+  return a;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,98 @@
+// Stage 2: projection of a leaf's tiles into accesses. At each computing timestep,
+// every point of the tile is projected into every tensor the Einsum accesses; the
+// result is the multiset of (point, tensor) pairs, as records whose multiplicities sum
+// to the number of points, tensor by tensor in the Einsum's access order.
+//
+// When each leaf variable feeds at most one rank of a tensor (a separable projection,
+// decided once when compiling) the image is a product of per-rank sets: emitted in
+// row-major order, ascending, each element once with its multiplicity in closed form.
+// Otherwise the points are projected one by one, unsorted, one record per point: the
+// dedup() stage merges them. Along a run of the innermost loop where the tile only
+// translates, a timestep's records are copied forward with shifted elements instead of
+// being projected again, so cost per timestep stays small.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "looptrace/error.hpp"
+#include "looptrace/stages/leaf_iterations.hpp"
+#include "looptrace/stages/pipeline.hpp"
+
+namespace looptrace {
+
+class Project : public AccessStage<Project> {
+ public:
+  Project() = default;
+  explicit Project(LeafIterations tiles, std::int64_t max_tile_points = kDefaultMaxTilePoints,
+                   std::size_t batch_records = kDefaultBatchRecords);
+
+  AccessBatch next_batch(std::int64_t until);
+  std::int64_t next_timestep() const { return tiles_.next_timestep(); }
+  void seek(std::int64_t t) { tiles_.seek(t); }
+  const Schedule& schedule() const { return tiles_.schedule(); }
+  const LeafIterations& tiles() const { return tiles_; }
+
+  // Projects only into the traces whose mask entry is true (per Schedule::traces).
+  void restrict_traces(const std::vector<bool>& enabled);
+  bool any_enabled() const;
+
+ private:
+  struct TensorState {
+    const LeafTensor* spec = nullptr;
+    const TensorInfo* info = nullptr;
+    bool enabled = true;
+    std::vector<std::vector<std::pair<int, std::int64_t>>> rank_terms;  // [rank]: (variable, coefficient)
+    std::vector<IntervalSet> rank_sets;            // separable: the image along each rank
+    std::vector<std::vector<std::uint32_t>> rank_weights;  // rank of several variables: points per value
+    std::vector<std::int64_t> rank_cardinality;
+    std::vector<std::int64_t> element_coefficient;  // per variable: element is affine in the point
+    std::int64_t element_constant = 0;
+    std::vector<int> used_variables, unused_variables;
+    bool weighted = false;                 // some rank reads several variables
+    std::int64_t size = 0;                 // records per timestep
+    std::uint32_t base_multiplicity = 1;   // points per record from the variables it ignores
+  };
+
+  void plan();
+  void refresh();
+  void project_rank(TensorState& ts, std::size_t rank);
+  void emit(TensorState& ts);
+  SpecError too_large(const TensorState& ts, std::int64_t points) const;
+  void emit_separable(const TensorState& ts, AccessRecord* out) const;
+  void emit_points(const TensorState& ts, AccessRecord* out) const;
+  void copy_forward(std::size_t block_start, std::int64_t period, std::int64_t steps);
+
+  LeafIterations tiles_;
+  std::int64_t max_tile_points_ = kDefaultMaxTilePoints;
+  std::size_t batch_records_ = kDefaultBatchRecords;
+  std::vector<TensorState> tensors_;
+  std::vector<std::vector<std::pair<int, int>>> level_ranks_;  // per level: (tensor, rank) to re-project
+  bool reproject_all_ = true;
+  bool unique_ = true;  // every enabled tensor separable and traced once: no dedup needed
+  RecordBuffer buffer_;
+  // The last block's runs of records of one tensor: (records, element shift per step).
+  std::vector<std::pair<std::size_t, std::int64_t>> block_runs_;
+  std::vector<std::uint64_t> scratch_;
+};
+
+struct ProjectAdaptor : StageAdaptor {
+  std::int64_t max_tile_points = kDefaultMaxTilePoints;
+  std::size_t batch_records = kDefaultBatchRecords;
+
+  Project operator()(LeafIterations tiles) const {
+    return Project(std::move(tiles), max_tile_points, batch_records);
+  }
+  LeafSet<Project> operator()(LeafSet<LeafIterations> set) const { return map_leaves(std::move(set), *this); }
+};
+
+// `leaves(schedule) | project()`: tiles to accesses, one stage per leaf.
+inline ProjectAdaptor project(std::int64_t max_tile_points = kDefaultMaxTilePoints,
+                              std::size_t batch_records = kDefaultBatchRecords) {
+  ProjectAdaptor a;
+  a.max_tile_points = max_tile_points;
+  a.batch_records = batch_records;
+  return a;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,111 @@
+// Stage 5: the timestep selection: a prefix, a window [from, to), a shard of it, or a
+// sample of single timesteps (TimeSelection). It seeks its source to each selected
+// range and pulls with the range's end as horizon: it never replays what comes before.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "looptrace/options.hpp"
+#include "looptrace/stages/merge_by_time.hpp"
+#include "looptrace/stages/pipeline.hpp"
+#include "looptrace/stages/time_selection.hpp"
+
+namespace looptrace {
+
+template <class Up>
+class SelectTime : public BatchRange<SelectTime<Up>, typename decltype(detail::values_of(
+                                                         std::declval<Up&>().next_batch(0)))::value_type> {
+  using Batch = decltype(std::declval<Up&>().next_batch(0));
+
+ public:
+  SelectTime() = default;
+  SelectTime(Up up, TimeSelection selection) : up_(std::move(up)), selection_(std::move(selection)) {}
+
+  Batch next_batch(std::int64_t until) {
+    while (range_ < selection_.ranges.size()) {
+      const TimeRange& r = selection_.ranges[range_];
+      if (r.from >= until) break;
+      if (!entered_) up_.seek(r.from), entered_ = true;
+      const std::int64_t limit = std::min(r.to, until);
+      Batch b = up_.next_batch(limit);
+      if (!detail::values_of(b).empty() || limit < r.to) return b;
+      ++range_, entered_ = false;  // this range is done
+    }
+    return Batch{};
+  }
+  auto next_values() { return detail::values_of(next_batch(kEndOfTime)); }
+
+  std::int64_t next_timestep() const {
+    for (std::size_t i = range_; i < selection_.ranges.size(); ++i) {
+      const TimeRange& r = selection_.ranges[i];
+      const std::int64_t t = i == range_ && entered_ ? std::max(up_.next_timestep(), r.from) : r.from;
+      if (t < r.to) return t;
+    }
+    return kEndOfTime;
+  }
+  // To the first selected timestep >= t.
+  void seek(std::int64_t t) {
+    range_ = std::size_t(std::partition_point(selection_.ranges.begin(), selection_.ranges.end(),
+                                              [&](const TimeRange& r) { return r.to <= t; }) -
+                         selection_.ranges.begin());
+    entered_ = range_ < selection_.ranges.size();
+    if (entered_) up_.seek(std::max(t, selection_.ranges[range_].from));
+  }
+  const Schedule& schedule() const { return up_.schedule(); }
+  const TimeSelection& selection() const { return selection_; }
+  void restrict_traces(const std::vector<bool>& mask)
+    requires RestrictableSource<Up>
+  {
+    up_.restrict_traces(mask);
+  }
+
+ private:
+  Up up_;
+  TimeSelection selection_;
+  std::size_t range_ = 0;
+  bool entered_ = false;
+};
+
+struct SelectTimeAdaptor : StageAdaptor {
+  TraceOptions options;  // only the selection fields matter
+  template <class Up>
+  SelectTime<Up> operator()(Up up) const {
+    TimeSelection selection = TimeSelection::from_options(options, up.schedule().n_timesteps);
+    return SelectTime<Up>(std::move(up), std::move(selection));
+  }
+};
+
+// `... | select_time(options)`: the prefix, window, shard and sample of `options`.
+inline SelectTimeAdaptor select_time(const TraceOptions& options) {
+  SelectTimeAdaptor a;
+  a.options = options;
+  return a;
+}
+// The exact prefix: timesteps < n.
+inline SelectTimeAdaptor prefix(std::int64_t n) {
+  TraceOptions o;
+  o.max_timesteps = n;
+  return select_time(o);
+}
+// The window [from, to).
+inline SelectTimeAdaptor from_to(std::int64_t from, std::int64_t to) {
+  TraceOptions o;
+  o.from = from, o.to = to;
+  return select_time(o);
+}
+// The index-th of count contiguous, nearly equal timestep ranges.
+inline SelectTimeAdaptor shard(std::int64_t index, std::int64_t count) {
+  TraceOptions o;
+  o.shard = {index, count};
+  return select_time(o);
+}
+// k distinct timesteps, uniformly chosen, deterministic for a seed, in time order.
+inline SelectTimeAdaptor sample(std::int64_t k, std::uint64_t seed) {
+  TraceOptions o;
+  o.sample_timesteps = k;
+  o.seed = seed;
+  return select_time(o);
+}
+
+}  // namespace looptrace

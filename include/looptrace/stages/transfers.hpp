@@ -1,0 +1,181 @@
+// Stage 9: the transfer trace of one memory level L (SEMANTICS "Data movement"): in
+// time order, what moves between L and its children (the Storage nodes whose parent
+// for a tensor is at L). At a child window's start its fills are read from L; at its
+// end its drains are written to L. Requests carry byte addresses (every traced tensor
+// laid out in turn, each at the next multiple of `align`) and are coalesced to lines:
+// one request per distinct line per fill or drain of one (node, tensor, window).
+// At one timestep writes come before reads, then addresses ascend.
+//
+// A child window's fills are known only when it closes, so requests wait in a heap
+// until no open child window can still add an earlier one: memory grows with the
+// child tiles open at once, never with the trace.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "looptrace/error.hpp"
+#include "looptrace/options.hpp"
+#include "looptrace/stages/window_traffic.hpp"
+#include "looptrace/stream.hpp"
+
+namespace looptrace {
+
+struct TransferRequest {
+  std::int64_t timestep;
+  std::uint64_t address;  // of the line
+  bool write;             // a drain written to L (else a fill read from L)
+  std::uint32_t child;    // the child Storage node (Schedule::storages)
+  std::uint32_t tensor;   // Schedule::tensors
+
+  friend bool operator==(const TransferRequest&, const TransferRequest&) = default;
+};
+
+struct TransferOptions {
+  std::string level;                // L
+  std::uint64_t line_bytes = 64;
+  std::uint64_t align = 4096;
+  TimeRange report{0, kEndOfTime};  // requests outside are dropped (the windows run whole)
+  bool report_end = true;           // also keep requests at report.to: the trace ends there
+};
+
+// Where each traced tensor lies: in `order`, each starting at the next multiple of
+// `align`; element e at base + e * bytes_per_value (1 byte without bits_per_value).
+struct AddressMap {
+  std::vector<std::uint64_t> base;   // per Schedule::tensors
+  std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
+
+  static AddressMap make(const Schedule& schedule, const std::vector<std::string>& order, std::uint64_t align);
+};
+
+// The children of L: every Storage node that has, for a tensor, its parent at L.
+std::vector<std::uint32_t> children_of(const Schedule& schedule, const std::string& level,
+                                       const std::vector<std::string>& tensors);
+
+// The traced window for transfers that cover [from, to) of the whole run exactly: the
+// children's windows that straddle an edge are taken whole.
+TimeRange transfer_trace_window(const Schedule& schedule, const std::vector<std::uint32_t>& children,
+                                TimeRange report);
+
+template <class Up>
+class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
+ public:
+  Transfers() = default;
+  Transfers(Up up, TransferOptions options, AddressMap addresses)
+      : up_(std::move(up)), options_(std::move(options)), addresses_(std::move(addresses)) {
+    const Schedule& s = up_.schedule();
+    for (const auto& slot : up_.plan().slots) {
+      const int parent = s.parent(slot.storage, s.tensors[slot.tensor].name);
+      if (parent >= 0 && s.storages[std::size_t(parent)].level == options_.level)
+        child_slots_.push_back({slot.storage, slot.tensor});
+    }
+  }
+
+  // The next requests in time order; empty at the end.
+  std::span<const TransferRequest> next_batch() {
+    out_.clear();
+    while (out_.empty() && !finished_) {
+      const auto events = up_.next();
+      if (events.empty()) {
+        finished_ = true;
+        release(kEndOfTime);
+        break;
+      }
+      std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
+      for (const TileTraffic& t : events) {
+        if (!is_child(t)) continue;
+        if (t.kind == TileTraffic::Kind::open) {
+          open_starts_.push_back(t.start);
+          continue;
+        }
+        open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
+        queue_lines(t.drained, t.end, true, t);
+        queue_lines(t.filled, t.start, false, t);
+      }
+      // Nothing earlier than the oldest open child window's start can still come.
+      for (std::int64_t s : open_starts_) now = std::min(now, s);
+      release(now);
+    }
+    return out_;
+  }
+  std::span<const TransferRequest> next_values() { return next_batch(); }
+  const Schedule& schedule() const { return up_.schedule(); }
+  const AddressMap& addresses() const { return addresses_; }
+
+ private:
+  struct Later {  // the heap's order: time, writes first, then ascending address
+    bool operator()(const TransferRequest& a, const TransferRequest& b) const {
+      if (a.timestep != b.timestep) return a.timestep > b.timestep;
+      if (a.write != b.write) return !a.write;
+      return a.address > b.address;
+    }
+  };
+  bool is_child(const TileTraffic& t) const {
+    for (const auto& [s, x] : child_slots_)
+      if (s == t.storage && x == t.tensor) return true;
+    return false;
+  }
+  void queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write, const TileTraffic& w) {
+    if (t < options_.report.from || t > options_.report.to || (t == options_.report.to && !options_.report_end))
+      return;
+    const std::uint64_t base = addresses_.base[w.tensor], size = addresses_.bytes[w.tensor];
+    const std::uint64_t line = options_.line_bytes;
+    std::uint64_t next = 0;  // elements ascend, so lines do: the first line not yet asked for
+    for (std::int64_t e : elements) {
+      const std::uint64_t a = base + std::uint64_t(e) * size;
+      for (std::uint64_t l = std::max(a / line, next); l <= (a + size - 1) / line; ++l)
+        pending_.push({t, l * line, write, w.storage, w.tensor});
+      next = std::max(next, (a + size - 1) / line + 1);
+    }
+  }
+  void release(std::int64_t before) {
+    while (!pending_.empty() && pending_.top().timestep < before) {
+      out_.push_back(pending_.top());
+      pending_.pop();
+    }
+  }
+
+  Up up_;
+  TransferOptions options_;
+  AddressMap addresses_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
+  std::vector<std::int64_t> open_starts_;  // of the child windows open now
+  std::priority_queue<TransferRequest, std::vector<TransferRequest>, Later> pending_;
+  std::vector<TransferRequest> out_;
+  bool finished_ = false;
+};
+
+// The requests between `options.level` and its children over the selection of `o`:
+// --max-timesteps cuts the trace itself, while --from/--to and --shard keep the
+// requests of the whole run that fall in that window (so shards concatenate). Throws
+// SpecError for a sampled selection or a level with no Storage node.
+inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, TransferOptions options) {
+  if (o.sample_timesteps)
+    throw SpecError("a transfer trace needs whole stretches of time: use --from/--to, --max-timesteps "
+                    "or --shard, not --sample-timesteps");
+  const std::vector<std::uint32_t> children = children_of(s, options.level, o.tensors);
+  options.report = TimeSelection::from_options(o, s.n_timesteps).window;
+  // The last drains happen as the trace ends; a window that stops earlier leaves
+  // requests at its end to the window that starts there.
+  options.report_end = options.report.to == std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
+  TraceOptions whole = o;  // the trace that runs the straddling windows whole
+  const TimeRange run = transfer_trace_window(s, children, options.report);
+  whole.shard.reset();
+  whole.from = run.from, whole.to = run.to;
+  auto traffic = trace_pipeline(s, whole);
+  // The summary's tensor order: traced tensors in order of first trace.
+  std::vector<std::string> order;
+  for (const auto& t : s.traces)
+    if ((o.tensors.empty() || std::find(o.tensors.begin(), o.tensors.end(), t.tensor) != o.tensors.end()) &&
+        std::find(order.begin(), order.end(), t.tensor) == order.end())
+      order.push_back(t.tensor);
+  AddressMap addresses = AddressMap::make(s, order, options.align);
+  using Traffic = WindowTraffic<TileWindows<TracePipeline>>;
+  Traffic windows(TileWindows<TracePipeline>(std::move(traffic), children, o.tensors), true);
+  return Transfers<Traffic>(std::move(windows), std::move(options), std::move(addresses));
+}
+
+}  // namespace looptrace

@@ -1,0 +1,36 @@
+// `looptrace movement`: what each memory level fills and drains, its largest tiles and
+// its peak footprint, as JSON or as a table.
+#include <unistd.h>
+
+#include "common.hpp"
+#include "looptrace/movement.hpp"
+#include "looptrace/sinks/movement_report.hpp"
+#include "looptrace/sinks/output.hpp"
+
+namespace looptrace::cli {
+
+void add_movement_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("movement", "Print what each memory level fills, drains and holds at its peak");
+  auto args = std::make_shared<CommonArgs>();
+  auto format = std::make_shared<std::string>("json");
+  args->add_to(*cmd);
+  cmd->add_option("--format", *format, "json or text")->capture_default_str()->check(CLI::IsMember({"json", "text"}));
+  auto threads = std::make_shared<int>(1);
+  cmd->add_option("--threads", *threads, "Workers, each keeping the tiles of some memory levels (the output is the same)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([args, format, threads] {
+    Schedule schedule = args->load();
+    const MovementReport report = summarize_movement(schedule, args->resolved(), *threads);
+    OutputBuffer out(STDOUT_FILENO);
+    if (*format == "text") {
+      out.write(movement_text(report));
+    } else {
+      out.write(movement_json(report).dump());
+      out.put('\n');
+    }
+    out.flush();
+  });
+}
+
+}  // namespace looptrace::cli

@@ -1,0 +1,48 @@
+// `looptrace transfers`: the time-ordered requests between one memory level and its
+// children, with byte addresses, for DRAM simulators.
+#include <unistd.h>
+
+#include "common.hpp"
+#include "looptrace/sinks/output.hpp"
+#include "looptrace/sinks/transfer_formats.hpp"
+#include "looptrace/stages/transfers.hpp"
+
+namespace looptrace::cli {
+
+namespace {
+struct TransferArgs {
+  std::string format = "jsonl";
+  TransferOptions options;
+  std::int64_t cycles_per_timestep = 1;
+};
+}  // namespace
+
+void add_transfers_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("transfers", "Stream the requests between a memory level and its children");
+  auto args = std::make_shared<CommonArgs>();
+  auto t = std::make_shared<TransferArgs>();
+  args->add_to(*cmd);
+  cmd->add_option("--level", t->options.level, "The memory level whose traffic with its children to trace")->required();
+  cmd->add_option("--format", t->format, "jsonl, dramsim3 or ramulator2")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"jsonl", "dramsim3", "ramulator2"}));
+  cmd->add_option("--line-bytes", t->options.line_bytes, "Coalesce requests to lines of this many bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
+  cmd->add_option("--align", t->options.align, "Each tensor starts at a multiple of this many bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 40));
+  cmd->add_option("--cycles-per-timestep", t->cycles_per_timestep, "dramsim3: a request at timestep t is at cycle t * C")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
+  cmd->callback([args, t] {
+    Schedule schedule = args->load();
+    auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
+    OutputBuffer out(STDOUT_FILENO);
+    auto sink = make_transfer_sink(t->format, schedule, t->options.level, t->cycles_per_timestep, out);
+    for (auto batch = requests.next_batch(); !batch.empty(); batch = requests.next_batch()) sink->write(batch);
+    out.flush();
+  });
+}
+
+}  // namespace looptrace::cli

@@ -1,0 +1,126 @@
+#include "looptrace/sinks/movement_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace looptrace {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json peak_json(const FootprintPeak& p, const char* unit) {
+  json out;
+  out[unit] = p.value;
+  out["timestep"] = p.timestep;
+  return out;
+}
+
+json capacity_json(const LevelMovement& l) {
+  json out;
+  if (l.capacity_unevaluated) {
+    out["size"] = *l.capacity_unevaluated;
+    out["evaluated"] = false;
+    return out;
+  }
+  out["size_bits"] = std::isinf(*l.capacity_bits) ? json("inf") : json(*l.capacity_bits);
+  if (!l.peak_footprint_bytes) {
+    out["fits"] = nullptr;  // no byte sizes to compare
+    return out;
+  }
+  const double peak_bits = double(l.peak_footprint_bytes->value) * 8;
+  out["peak_bits"] = peak_bits;
+  out["fits"] = peak_bits <= *l.capacity_bits;
+  if (peak_bits > *l.capacity_bits) out["over_by_bits"] = peak_bits - *l.capacity_bits;
+  return out;
+}
+
+}  // namespace
+
+json movement_json(const MovementReport& r) {
+  json out;
+  out["n_timesteps"] = r.n_timesteps;
+  out["from"] = r.from;
+  out["truncated"] = r.truncated;
+  json levels = json::array();
+  for (const auto& l : r.levels) {
+    json level;
+    level["level"] = l.level;
+    level["peak_footprint"] = peak_json(l.peak_footprint, "elements");
+    if (l.peak_footprint_bytes) level["peak_footprint_bytes"] = peak_json(*l.peak_footprint_bytes, "bytes");
+    if (l.capacity_bits || l.capacity_unevaluated) level["capacity"] = capacity_json(l);
+    json tensors = json::array();
+    for (const auto& t : l.tensors) {
+      json tj;
+      tj["tensor"] = t.tensor;
+      tj["home"] = t.home;
+      tj["windows"] = t.windows;
+      tj["max_tile"] = t.max_tile;
+      tj["fills"] = t.fills;
+      tj["drains"] = t.drains;
+      if (t.bytes_per_value) {
+        const std::int64_t b = *t.bytes_per_value;
+        tj["bytes_per_value"] = b;
+        tj["max_tile_bytes"] = t.max_tile * b;
+        tj["fill_bytes"] = t.fills * b;
+        tj["drain_bytes"] = t.drains * b;
+      }
+      tensors.push_back(tj);
+    }
+    level["tensors"] = tensors;
+    levels.push_back(level);
+  }
+  out["levels"] = levels;
+  return out;
+}
+
+std::string movement_text(const MovementReport& r) {
+  std::ostringstream out;
+  out << "timesteps [" << r.from << ", " << r.n_timesteps << ")" << (r.truncated ? " (part of the schedule)" : "")
+      << "\n\n";
+  std::size_t level_w = 5, tensor_w = 6;
+  for (const auto& l : r.levels) {
+    level_w = std::max(level_w, l.level.size());
+    for (const auto& t : l.tensors) tensor_w = std::max(tensor_w, t.tensor.size());
+  }
+  const int n = 12;
+  out << std::left << std::setw(int(level_w) + 2) << "level" << std::setw(int(tensor_w) + 2) << "tensor"
+      << std::setw(6) << "home" << std::right << std::setw(n) << "windows" << std::setw(n) << "max_tile"
+      << std::setw(n) << "fills" << std::setw(n) << "drains" << std::setw(n) << "fill B" << std::setw(n)
+      << "drain B" << "\n";
+  for (const auto& l : r.levels)
+    for (const auto& t : l.tensors) {
+      out << std::left << std::setw(int(level_w) + 2) << l.level << std::setw(int(tensor_w) + 2) << t.tensor
+          << std::setw(6) << (t.home ? "yes" : "") << std::right << std::setw(n) << t.windows << std::setw(n)
+          << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.drains;
+      if (t.bytes_per_value)
+        out << std::setw(n) << t.fills * *t.bytes_per_value << std::setw(n) << t.drains * *t.bytes_per_value;
+      else
+        out << std::setw(n) << "-" << std::setw(n) << "-";
+      out << "\n";
+    }
+  out << "\n";
+  for (const auto& l : r.levels) {
+    out << l.level << ": peak footprint " << l.peak_footprint.value << " elements";
+    if (l.peak_footprint.timestep >= 0) out << " at t=" << l.peak_footprint.timestep;
+    if (l.peak_footprint_bytes)
+      out << "; " << l.peak_footprint_bytes->value << " bytes at t=" << l.peak_footprint_bytes->timestep;
+    if (l.capacity_unevaluated) {
+      out << "; size '" << *l.capacity_unevaluated << "' needs AccelForge's context (not evaluated)";
+    } else if (l.capacity_bits) {
+      if (std::isinf(*l.capacity_bits)) out << "; unbounded size";
+      else if (!l.peak_footprint_bytes) out << "; size " << *l.capacity_bits << " bits (no bits_per_value to compare)";
+      else {
+        const double bits = double(l.peak_footprint_bytes->value) * 8;
+        out << "; size " << *l.capacity_bits << " bits: " << (bits <= *l.capacity_bits ? "fits" : "does NOT fit");
+        if (bits > *l.capacity_bits) out << " (over by " << bits - *l.capacity_bits << " bits)";
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace looptrace

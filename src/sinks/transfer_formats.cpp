@@ -1,0 +1,94 @@
+#include "looptrace/sinks/transfer_formats.hpp"
+
+#include "looptrace/error.hpp"
+#include "formats.hpp"
+
+namespace looptrace {
+
+namespace {
+
+char* write_hex(char* p, std::uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  *p++ = '0', *p++ = 'x';
+  int shift = 60;
+  while (shift > 0 && ((v >> shift) & 0xf) == 0) shift -= 4;
+  for (; shift >= 0; shift -= 4) *p++ = kDigits[(v >> shift) & 0xf];
+  return p;
+}
+
+class JsonlTransfers final : public TransferSink {
+ public:
+  JsonlTransfers(const Schedule& s, const std::string& level, OutputBuffer& out) : schedule_(s), out_(out) {
+    for (const auto& node : s.storages) child_.push_back(", \"level\": " + json_quote(level) + ", \"child\": " + json_quote(node.level));
+    for (const auto& t : s.tensors) tensor_.push_back(", \"tensor\": " + json_quote(t.name) + "}\n");
+  }
+  void write(std::span<const TransferRequest> requests) override {
+    for (const TransferRequest& r : requests) {
+      const std::string &child = child_[r.child], &tensor = tensor_[r.tensor];
+      char* p = out_.reserve(96 + child.size() + tensor.size());
+      std::memcpy(p, "{\"t\": ", 6), p += 6;
+      p = write_int(p, r.timestep);
+      const std::string_view op = r.write ? ", \"op\": \"write\", \"address\": " : ", \"op\": \"read\", \"address\": ";
+      std::memcpy(p, op.data(), op.size()), p += op.size();
+      p = write_int(p, std::int64_t(r.address));
+      std::memcpy(p, child.data(), child.size()), p += child.size();
+      std::memcpy(p, tensor.data(), tensor.size()), p += tensor.size();
+      out_.commit(p);
+    }
+  }
+
+ private:
+  const Schedule& schedule_;
+  OutputBuffer& out_;
+  std::vector<std::string> child_, tensor_;  // per storage node, per tensor
+};
+
+class Dramsim3Transfers final : public TransferSink {
+ public:
+  Dramsim3Transfers(std::int64_t cycles, OutputBuffer& out) : cycles_(cycles), out_(out) {}
+  void write(std::span<const TransferRequest> requests) override {
+    for (const TransferRequest& r : requests) {
+      char* p = out_.reserve(64);
+      p = write_hex(p, r.address);
+      const std::string_view op = r.write ? " WRITE " : " READ ";
+      std::memcpy(p, op.data(), op.size()), p += op.size();
+      p = write_int(p, r.timestep * cycles_);
+      *p++ = '\n';
+      out_.commit(p);
+    }
+  }
+
+ private:
+  std::int64_t cycles_;
+  OutputBuffer& out_;
+};
+
+class Ramulator2Transfers final : public TransferSink {
+ public:
+  explicit Ramulator2Transfers(OutputBuffer& out) : out_(out) {}
+  void write(std::span<const TransferRequest> requests) override {
+    for (const TransferRequest& r : requests) {
+      char* p = out_.reserve(32);
+      std::memcpy(p, r.write ? "ST " : "LD ", 3), p += 3;
+      p = write_hex(p, r.address);
+      *p++ = '\n';
+      out_.commit(p);
+    }
+  }
+
+ private:
+  OutputBuffer& out_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransferSink> make_transfer_sink(const std::string& format, const Schedule& s,
+                                                 const std::string& level, std::int64_t cycles_per_timestep,
+                                                 OutputBuffer& out) {
+  if (format == "jsonl") return std::make_unique<JsonlTransfers>(s, level, out);
+  if (format == "dramsim3") return std::make_unique<Dramsim3Transfers>(cycles_per_timestep, out);
+  if (format == "ramulator2") return std::make_unique<Ramulator2Transfers>(out);
+  throw SpecError("unknown transfer format '" + format + "'; expected jsonl, dramsim3 or ramulator2");
+}
+
+}  // namespace looptrace

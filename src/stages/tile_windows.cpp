@@ -1,0 +1,73 @@
+#include "looptrace/stages/tile_windows.hpp"
+
+#include "looptrace/error.hpp"
+
+namespace looptrace {
+
+WindowPlan WindowPlan::make(const Schedule& s, const std::string& level,
+                            const std::vector<std::string>& tensors) {
+  if (!level.empty() && std::find(s.memory_levels.begin(), s.memory_levels.end(), level) == s.memory_levels.end()) {
+    std::string known;
+    for (const auto& l : s.memory_levels) known += (known.empty() ? "" : ", ") + l;
+    throw SpecError("no Storage node is at memory level '" + level + "' (levels: " + known + ")");
+  }
+  auto traced = [&](const std::string& t) {
+    return tensors.empty() || std::find(tensors.begin(), tensors.end(), t) != tensors.end();
+  };
+  WindowPlan plan;
+  for (std::size_t i = 0; i < s.storages.size(); ++i) {
+    const StorageWindows& st = s.storages[i];
+    if (!level.empty() && st.level != level) continue;
+    if (std::any_of(st.tensors.begin(), st.tensors.end(), traced)) plan.storages.push_back(std::uint32_t(i));
+  }
+  for (std::size_t t = 0; t < s.traces.size(); ++t)
+    plan.holder.push_back(traced(s.traces[t].tensor) ? s.holder(t, level) : -1);
+  return plan;
+}
+
+WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages,
+                          const std::vector<std::string>& tensors) {
+  auto traced = [&](const std::string& t) {
+    return tensors.empty() || std::find(tensors.begin(), tensors.end(), t) != tensors.end();
+  };
+  std::sort(storages.begin(), storages.end());
+  storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
+  WindowPlan plan;
+  plan.storages = storages;
+  for (std::size_t t = 0; t < s.traces.size(); ++t) {
+    int h = traced(s.traces[t].tensor) ? s.holder(t) : -1;
+    while (h >= 0 && !std::binary_search(storages.begin(), storages.end(), std::uint32_t(h)))
+      h = s.parent(std::size_t(h), s.traces[t].tensor);
+    plan.holder.push_back(h);
+  }
+  return plan;
+}
+
+WindowCursor::WindowCursor(const Schedule& schedule, std::uint32_t storage, TimeRange clip)
+    : storage_(storage), starts_(schedule.storages[storage].starts()),
+      duration_(schedule.storages[storage].duration), clip_(clip) {
+  if (duration_ <= 0 || clip_.empty()) {
+    next_start_ = kEndOfTime;
+    return;
+  }
+  starts_.seek(clip_.from - duration_ + 1);  // the first window that ends after clip.from
+  find_next();
+}
+
+void WindowCursor::find_next() {
+  next_start_ = !starts_.done() && starts_.time() < clip_.to ? std::max(starts_.time(), clip_.from)
+                                                             : kEndOfTime;
+}
+
+void WindowCursor::open() {
+  current_ = {next_start_, std::min(starts_.time() + duration_, clip_.to)};
+  open_ = true;
+}
+
+void WindowCursor::close() {
+  open_ = false;
+  starts_.advance();
+  find_next();
+}
+
+}  // namespace looptrace

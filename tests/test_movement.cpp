@@ -1,0 +1,270 @@
+// Data movement (SEMANTICS "Data movement"): the worked example, fused and unfused
+// matmuls by hand, and invariants that tie the levels together.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+#include "helpers.hpp"
+#include "looptrace/movement.hpp"
+#include "looptrace/sinks/movement_report.hpp"
+#include "looptrace/stages/window_traffic.hpp"
+#include "looptrace/stream.hpp"
+
+using namespace looptrace;
+
+namespace {
+
+const TensorMovement& at(const MovementReport& r, const std::string& level, const std::string& tensor) {
+  for (const auto& l : r.levels)
+    if (l.level == level)
+      for (const auto& t : l.tensors)
+        if (t.tensor == tensor) return t;
+  FAIL("no movement for " << level << "/" << tensor);
+  static TensorMovement none;
+  return none;
+}
+
+const LevelMovement& level(const MovementReport& r, const std::string& name) {
+  for (const auto& l : r.levels)
+    if (l.level == name) return l;
+  FAIL("no level " << name);
+  static LevelMovement none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("movement: the conv1d worked example of SEMANTICS") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  const MovementReport r = summarize_movement(s);
+  REQUIRE(r.levels.size() == 2);
+  CHECK(r.levels[0].level == "MainMemory");
+  CHECK(r.levels[1].level == "GlobalBuffer");
+  // GlobalBuffer: 8 windows [3p, 3p + 3); I's tile {p, p+1, p+2}, W's {0, 1, 2}, O's {p}.
+  const auto& gi = at(r, "GlobalBuffer", "I");
+  CHECK(gi.windows == 8);
+  CHECK(gi.max_tile == 3);
+  CHECK(gi.fills == 24);
+  CHECK(gi.drains == 0);
+  CHECK(!gi.home);
+  CHECK(at(r, "GlobalBuffer", "W").fills == 24);
+  CHECK(at(r, "GlobalBuffer", "W").max_tile == 3);
+  const auto& go = at(r, "GlobalBuffer", "O");
+  CHECK(go.fills == 0);
+  CHECK(go.drains == 8);
+  CHECK(go.max_tile == 1);
+  CHECK(level(r, "GlobalBuffer").peak_footprint.value == 7);
+  CHECK(level(r, "GlobalBuffer").peak_footprint.timestep == 0);
+  // MainMemory is home to all three: one window [0, 24).
+  const auto& mi = at(r, "MainMemory", "I");
+  CHECK(mi.home);
+  CHECK(mi.windows == 1);
+  CHECK(mi.fills == 10);
+  CHECK(at(r, "MainMemory", "W").fills == 3);
+  CHECK(at(r, "MainMemory", "O").fills == 0);
+  CHECK(at(r, "MainMemory", "O").drains == 8);
+  CHECK(level(r, "MainMemory").peak_footprint.value == 21);
+  CHECK(!level(r, "MainMemory").peak_footprint_bytes);  // no bits_per_value
+
+  // A prefix of 7 cuts the third GlobalBuffer window to [6, 7).
+  TraceOptions prefix;
+  prefix.max_timesteps = 7;
+  const MovementReport p = summarize_movement(s, prefix);
+  CHECK(at(p, "GlobalBuffer", "I").windows == 3);
+  CHECK(at(p, "GlobalBuffer", "I").fills == 3 + 3 + 1);  // p = 2 reads I[2] only at t = 6
+  CHECK(at(p, "MainMemory", "I").fills == 4);            // p + r < 4 before t = 7
+  CHECK(at(p, "GlobalBuffer", "O").drains == 3);
+  TraceOptions sampled;
+  sampled.sample_timesteps = 3;
+  CHECK(th::contains(th::spec_error([&] { summarize_movement(s, sampled); }).message(), "--sample-timesteps"));
+}
+
+TEST_CASE("movement: an intermediate held on chip never reaches its home level") {
+  // Two matmuls fused: T1 = T0 x W0 is written then read under GlobalBuffer; DRAM is
+  // home to all. M = 4, KN = 4: each GlobalBuffer window is one m (a row).
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)}, {"KN", std::int64_t(4)}});
+  const MovementReport r = summarize_movement(s);
+  for (const auto& l : r.levels) {
+    for (const auto& t : l.tensors) {
+      CAPTURE(l.level);
+      CAPTURE(t.tensor);
+      if (t.tensor == "T1") {
+        // Written by Matmul0 before Matmul1 reads it, in every window: never filled.
+        CHECK(t.fills == 0);
+        CHECK(t.drains == 16);
+      }
+      if (t.tensor == "T0" || t.tensor == "W0" || t.tensor == "W1") CHECK(t.drains == 0);
+    }
+  }
+  // The home level fills exactly the inputs' elements, once each.
+  const auto& dram = r.levels.front();
+  for (const auto& t : dram.tensors) {
+    CAPTURE(t.tensor);
+    CHECK(t.home);
+    CHECK(t.windows == 1);
+    CHECK(t.fills == (t.tensor == "T0" || t.tensor == "W0" || t.tensor == "W1" ? 16 : 0));
+  }
+}
+
+namespace {
+
+// An independent model: for every Storage node, tensor and window (from the node's
+// odometer), the elements the leaves below it access in the window, from the plain
+// access list; fills are those first read (reads before writes within a timestep).
+std::map<std::pair<std::string, std::string>, TensorMovement> brute_force(const Schedule& s) {
+  const auto rows = th::collect(s);
+  std::map<std::pair<std::string, std::string>, TensorMovement> out;
+  for (std::size_t n = 0; n < s.storages.size(); ++n) {
+    const StorageWindows& node = s.storages[n];
+    for (TimeOdometer starts = node.starts(); !starts.done(); starts.advance()) {
+      const std::int64_t from = starts.time(), to = from + node.duration;
+      for (const auto& tensor : node.tensors) {
+        std::map<std::int64_t, std::pair<std::int64_t, bool>> first;  // element -> (t, read first)
+        std::set<std::int64_t> written;
+        for (const auto& [t, trace, e] : rows) {
+          const TraceInfo& info = s.traces[trace];
+          if (t < from || t >= to || info.tensor != tensor) continue;
+          bool below = false;
+          for (const auto& leaf : s.leaves)
+            if (leaf.einsum == info.einsum)
+              below = below || std::find(leaf.storages.begin(), leaf.storages.end(), int(n)) != leaf.storages.end();
+          if (!below) continue;
+          auto [it, fresh] = first.try_emplace(e, t, !info.is_output);
+          if (!fresh && it->second.first == t && !info.is_output) it->second.second = true;
+          if (info.is_output) written.insert(e);
+        }
+        TensorMovement& m = out[{node.level, tensor}];
+        ++m.windows;
+        m.max_tile = std::max<std::int64_t>(m.max_tile, std::int64_t(first.size()));
+        for (const auto& [e, f] : first) m.fills += f.second;
+        m.drains += std::int64_t(written.size());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("movement: streaming counts equal a brute-force model of the semantics") {
+  const std::vector<std::vector<std::string>> cases = {
+      {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+      {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+      {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"},
+      {"matvecs.yaml", "fused_matvecs_to_simple_tiled.mapping.yaml"},
+      {"matvecs.yaml", "fused_matvecs_to_simple_tiled_reuse_A.mapping.yaml"},
+      {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"},
+      {"matmuls.yaml", "matmul_spatial.mapping.yaml"},
+      {"conv2d.workload.yaml", "conv2d.mapping.yaml"},
+  };
+  for (const auto& files : cases) {
+    CAPTURE(files[1]);
+    const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
+                                                  {"KN", std::int64_t(4)}});
+    const auto want = brute_force(s);
+    const MovementReport r = summarize_movement(s);
+    std::size_t seen = 0;
+    for (const auto& l : r.levels)
+      for (const auto& t : l.tensors) {
+        CAPTURE(l.level);
+        CAPTURE(t.tensor);
+        const auto it = want.find({l.level, t.tensor});
+        REQUIRE(it != want.end());
+        CHECK(t.windows == it->second.windows);
+        CHECK(t.max_tile == it->second.max_tile);
+        CHECK(t.fills == it->second.fills);
+        CHECK(t.drains == it->second.drains);
+        ++seen;
+      }
+    CHECK(seen == want.size());
+  }
+}
+
+TEST_CASE("movement: listed elements agree with the counts, window by window") {
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)}, {"KN", std::int64_t(4)}});
+  auto traffic = trace_pipeline(s, {}) | tile_windows() | window_traffic(true);
+  std::int64_t closes = 0, opens = 0;
+  for (auto events = traffic.next(); !events.empty(); events = traffic.next())
+    for (const TileTraffic& t : events) {
+      if (t.kind == TileTraffic::Kind::open) {
+        ++opens;
+        continue;
+      }
+      ++closes;
+      CHECK(std::int64_t(t.filled.size()) == t.fills);
+      CHECK(std::int64_t(t.drained.size()) == t.drains);
+      CHECK(std::is_sorted(t.filled.begin(), t.filled.end()));
+      CHECK(t.fills <= t.tile);
+      CHECK(t.drains <= t.tile);
+    }
+  CHECK(opens == closes);
+  CHECK(closes > 0);
+}
+
+TEST_CASE("movement: the peak tracker by hand") {
+  // Windows [0, 10) of 5 and, inside it, [2, 4) of 3 and [4, 6) of 4, then [10, 12) of
+  // 1: the sum peaks at 9 over [4, 6).
+  PeakTracker p;
+  p.open(0);
+  p.open(2);
+  p.close(2, 3);
+  p.open(4);
+  p.close(4, 4);
+  p.close(0, 5);
+  p.open(10);
+  p.close(10, 1);
+  CHECK(p.peak().value == 9);
+  CHECK(p.peak().timestep == 4);
+  // Half-open: [0, 2) and [2, 4) never add up.
+  PeakTracker q;
+  q.open(0);
+  q.close(0, 6);
+  q.open(2);
+  q.close(2, 6);
+  CHECK(q.peak().value == 6);
+  CHECK(q.peak().timestep == 0);
+}
+
+TEST_CASE("movement: TileSet counts fills and drains, dense and hashed alike") {
+  for (std::int64_t size : {std::int64_t(100), std::int64_t(1) << 40}) {
+    CAPTURE(size);
+    TileSet set(size);
+    CHECK(set.touch(7, false));   // new, read first: a fill
+    CHECK(!set.touch(7, false));  // nothing new
+    CHECK(set.touch(7, true));    // first written: a drain too
+    CHECK(!set.touch(7, true));
+    CHECK(set.touch(9, true));    // written first: a drain, no fill
+    CHECK(!set.touch(9, false));
+    for (std::int64_t e = 20; e < 90; ++e) set.touch(e, false);  // grows the hash table
+    std::vector<std::int64_t> filled, drained;
+    const TileSet::Tally t = set.close(&filled, &drained);
+    CHECK(t.tile == 72);
+    CHECK(t.fills == 71);
+    CHECK(t.drains == 2);
+    CHECK(drained == std::vector<std::int64_t>{7, 9});
+    CHECK(filled.front() == 7);
+    CHECK(filled[1] == 20);
+    // Emptied: the same elements are new again.
+    CHECK(set.touch(9, false));
+    CHECK(set.close().fills == 1);
+  }
+}
+
+TEST_CASE("movement: workers that share the levels give the same report") {
+  for (const auto& files : std::vector<std::vector<std::string>>{
+           {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+           {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+           {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"}}) {
+    CAPTURE(files[1]);
+    const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
+                                                  {"KN", std::int64_t(4)}});
+    TraceOptions o;
+    o.to = s.n_timesteps * 2 / 3;  // cut windows too
+    const std::string one = movement_json(summarize_movement(s, o)).dump();
+    CHECK(movement_json(summarize_movement(s, o, 2)).dump() == one);
+    CHECK(movement_json(summarize_movement(s, o, 5)).dump() == one);
+  }
+}

@@ -1,0 +1,231 @@
+// The stages composed by hand: without dedup, with tile windows, in another order,
+// with range-v3's views; each checked against values worked out by hand or against
+// the standard pipeline.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <range/v3/view/chunk.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/take.hpp>
+#include <ranges>
+
+#include "helpers.hpp"
+#include "looptrace/stages/tile_windows.hpp"
+#include "looptrace/stream.hpp"
+
+using looptrace::AccessRecord;
+using looptrace::Schedule;
+using namespace looptrace;
+
+namespace {
+
+template <class Stage>
+std::vector<AccessRecord> drain(Stage& stage) {
+  std::vector<AccessRecord> out;
+  for (auto b = stage.next_batch(kEndOfTime); !b.empty(); b = stage.next_batch(kEndOfTime))
+    out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+std::vector<th::Row> rows_of(const std::vector<AccessRecord>& records) {
+  std::vector<th::Row> out;
+  for (const auto& r : records) out.emplace_back(r.timestep, r.trace, r.element);
+  return out;
+}
+
+// One timestep over a 2 x 3 tile of (i, j): S reads X[i + j] (separable: one rank of
+// two variables) and D reads V[i + j, i + j] (not separable: i and j feed both ranks).
+const char* kSums = R"(
+workload:
+  iteration_space_shape: {i: 0 <= i < 2, j: 0 <= j < 3}
+  einsums:
+  - name: S
+    tensor_accesses:
+    - {name: X, projection: {A: i + j}}
+    - {name: Y, projection: [i], output: True}
+  - name: D
+    tensor_accesses:
+    - {name: V, projection: {A: i + j, B: i + j}}
+    - {name: U, projection: [i], output: True}
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [X, Y, V, U]}
+  - !Sequential
+    nodes:
+    - !Compute {einsum: S, component: MAC}
+    - !Compute {einsum: D, component: MAC}
+)";
+
+}  // namespace
+
+TEST_CASE("stages: projection yields the multiset of (point, tensor); dedup merges it") {
+  const Schedule s = th::compile_text(kSums);
+  // S at t = 0: X[i + j] over i < 2, j < 3 takes 0, 1, 1, 2, 2, 3: values 0..3 with
+  // 1, 2, 2, 1 points; Y[i] takes 0 and 1 with 3 points each. Separable: already
+  // deduplicated. D at t = 1: V[i + j, i + j] is projected point by point.
+  auto raw = leaves(s) | project() | merge_by_time();
+  const auto records = drain(raw);
+  std::map<std::pair<std::int64_t, std::string>, std::vector<std::pair<std::int64_t, std::uint32_t>>> got;
+  for (const auto& r : records) got[{r.timestep, s.traces[r.trace].tensor}].emplace_back(r.element, r.multiplicity);
+  using P = std::vector<std::pair<std::int64_t, std::uint32_t>>;
+  CHECK(got[{0, "X"}] == P{{0, 1}, {1, 2}, {2, 2}, {3, 1}});
+  CHECK(got[{0, "Y"}] == P{{0, 3}, {1, 3}});
+  // V is 4 x 4 (i + j < 4): element (a, a) is 5a; points in order (i, j) = (0,0) (0,1) ...
+  CHECK(got[{1, "V"}] == P{{0, 1}, {5, 1}, {10, 1}, {5, 1}, {10, 1}, {15, 1}});
+  std::uint64_t points = 0;
+  for (const auto& r : records) points += r.multiplicity;
+  CHECK(points == 4 * 6);  // every point of both leaves, once per tensor
+
+  auto deduplicated = leaves(s) | project() | dedup() | merge_by_time();
+  const auto unique = drain(deduplicated);
+  got.clear();
+  for (const auto& r : unique) got[{r.timestep, s.traces[r.trace].tensor}].emplace_back(r.element, r.multiplicity);
+  CHECK(got[{1, "V"}] == P{{0, 1}, {5, 2}, {10, 2}, {15, 1}});
+  CHECK(got[{0, "X"}] == P{{0, 1}, {1, 2}, {2, 2}, {3, 1}});
+  CHECK(rows_of(unique) == th::collect(s));  // the standard pipeline dedups too
+}
+
+TEST_CASE("stages: filter and selection commute, and filtering pushes down") {
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)}, {"KN", std::int64_t(4)}});
+  TraceOptions window;
+  window.from = 17, window.to = 90;
+  auto late = leaves(s) | project() | dedup() | merge_by_time() | select_time(window) | filter_traces({"T1"});
+  auto early = leaves(s) | project() | dedup() | merge_by_time() | filter_traces({"T1"}) | select_time(window);
+  const auto a = drain(late), b = drain(early);
+  REQUIRE(!a.empty());
+  CHECK(rows_of(a) == rows_of(b));
+  // ... and both equal the unfiltered window with T1 picked out by hand.
+  auto all = leaves(s) | project() | dedup() | merge_by_time() | select_time(window);
+  std::vector<th::Row> by_hand;
+  for (const auto& r : drain(all))
+    if (s.traces[r.trace].tensor == "T1") by_hand.emplace_back(r.timestep, r.trace, r.element);
+  CHECK(rows_of(a) == by_hand);
+  // Pushed down: only Matmul0 reads T0, so the merge keeps its leaf alone.
+  auto t0 = leaves(s) | project() | dedup() | merge_by_time() | filter_traces({"T0"});
+  CHECK(t0.upstream().leaves().size() == 1);
+}
+
+TEST_CASE("stages: range-v3 views take, chunk and filter a pipeline") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  const auto all = th::collect(s);
+  REQUIRE(all.size() == 72);
+  // An rvalue pipeline is a view: range-v3 takes it by value.
+  std::vector<th::Row> first;
+  for (const AccessRecord& r : trace_pipeline(s, {}) | ranges::views::take(5))
+    first.emplace_back(r.timestep, r.trace, r.element);
+  CHECK(first == std::vector<th::Row>(all.begin(), all.begin() + 5));
+  static_assert(ranges::view_<TracePipeline>);
+  static_assert(std::ranges::view<TracePipeline>);
+
+  auto pipeline = leaves(s) | project() | dedup() | merge_by_time();
+  std::size_t chunks = 0, total = 0;
+  for (auto chunk : pipeline | ranges::views::chunk(10)) {
+    std::size_t n = 0;
+    for (const AccessRecord& r : chunk) {
+      CHECK(th::Row{r.timestep, r.trace, r.element} == all[total + n]);
+      ++n;
+    }
+    CHECK(n == (chunks < 7 ? 10u : 2u));
+    total += n, ++chunks;
+  }
+  CHECK(chunks == 8);
+  CHECK(total == 72);
+
+  auto outputs = trace_pipeline(s, {}) |
+                 ranges::views::filter([&](const AccessRecord& r) { return s.traces[r.trace].is_output; });
+  std::int64_t last = -1, n = 0;
+  for (const AccessRecord& r : outputs) {
+    CHECK(r.timestep > last);  // one O access per timestep, in time order
+    last = r.timestep, ++n;
+  }
+  CHECK(n == 24);
+}
+
+TEST_CASE("stages: copying a timestep forward along a run equals projecting each one") {
+  // One operation per timestep with a partial last tile of m (10 = 3 + 3 + 3 + 1): runs
+  // of the innermost loop translate, the cut tile does not. Batches of one record
+  // never have room to copy forward; batches of 4096 do.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 10, k: 0 <= k < 5, n: 0 <= n < 7}
+  einsums:
+  - name: Z
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: B, projection: [k, n]}
+    - {name: Z, projection: [m, n], output: True}
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, Z]}
+  - !Temporal {rank_variable: n, tile_shape: 2}
+  - !Temporal {rank_variable: m, tile_shape: 3}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Temporal {rank_variable: n, tile_shape: 1}
+  - !Compute {einsum: Z, component: MAC}
+)");
+  const auto copied = th::collect(s, {}, 4096), projected = th::collect(s, {}, 1);
+  CHECK(copied.size() == 10 * 5 * 7 * 3);
+  CHECK(copied == projected);
+  TraceOptions window;
+  window.from = 11, window.to = 297;
+  CHECK(th::collect(s, window, 4096) == th::restrict_to(projected, 11, 297));
+}
+
+TEST_CASE("stages: tile windows of the conv1d worked example") {
+  // GlobalBuffer holds I, W, O in 8 windows [3p, 3p + 3); every access lies in the
+  // window of its timestep; MainMemory's one window [0, 24) holds them all.
+  const Schedule s = th::compile_text(th::kConv1d);
+  auto windows = trace_pipeline(s, {}) | tile_windows("GlobalBuffer");
+  std::vector<std::pair<std::int64_t, std::int64_t>> opened, closed;
+  std::size_t accesses = 0;
+  for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+    for (const WindowEvent& e : step.events)
+      (e.kind == WindowEvent::Kind::open ? opened : closed).emplace_back(e.start, e.end);
+    for (const AccessRecord& r : step.accesses) {
+      const int h = windows.holder(r.trace);
+      REQUIRE(h >= 0);
+      CHECK(s.storages[std::size_t(h)].level == "GlobalBuffer");
+      const TimeRange w = windows.window(std::uint32_t(h));
+      CHECK(w.from == r.timestep / 3 * 3);
+      CHECK(w.to == w.from + 3);
+      ++accesses;
+    }
+  }
+  th::Windows want;
+  for (std::int64_t p = 0; p < 8; ++p) want.emplace_back(3 * p, 3 * p + 3);
+  CHECK(opened == want);
+  CHECK(closed == want);
+  CHECK(accesses == 72);
+
+  // The element-wise view, for a prefix of 7: windows clipped at 7, closes before opens.
+  TraceOptions prefix;
+  prefix.max_timesteps = 7;
+  std::vector<std::string> kinds;
+  for (const TileEvent& e : trace_pipeline(s, prefix) | tile_windows("MainMemory")) {
+    if (e.kind == TileEvent::Kind::access) {
+      CHECK(e.start == 0);
+      CHECK(e.end == 7);
+    } else {
+      kinds.push_back((e.kind == TileEvent::Kind::open ? "open " : "close ") + std::to_string(e.start) +
+                      "-" + std::to_string(e.end));
+    }
+  }
+  CHECK(kinds == std::vector<std::string>{"open 0-7", "close 0-7"});
+  CHECK(th::contains(th::spec_error([&] { (void)(trace_pipeline(s, {}) | tile_windows("L3")); }).message(),
+                     "levels: MainMemory, GlobalBuffer"));
+}
+
+TEST_CASE("stages: iterations merge in time order like accesses") {
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)}, {"KN", std::int64_t(4)}});
+  auto iterations = leaves(s) | merge_by_time();
+  std::int64_t last = -1, n = 0;
+  for (const Iteration& it : iterations) {
+    CHECK(it.timestep >= last);
+    last = it.timestep, ++n;
+  }
+  // One operation per timestep: as many iterations as points, as the summary counts.
+  CHECK(n == looptrace::summarize(s).n_points);
+}

@@ -1,0 +1,161 @@
+// Transfer traces: the SEMANTICS worked example by hand, shards that concatenate to
+// the whole, line coalescing, and the invariant that ties them to movement.
+#include <doctest/doctest.h>
+
+#include <regex>
+
+#include "helpers.hpp"
+#include "looptrace/movement.hpp"
+#include "looptrace/sinks/transfer_formats.hpp"
+#include "looptrace/stages/transfers.hpp"
+
+using namespace looptrace;
+
+namespace {
+
+std::vector<TransferRequest> requests(const Schedule& s, const TraceOptions& o, TransferOptions t) {
+  auto stage = transfer_pipeline(s, o, std::move(t));
+  std::vector<TransferRequest> out;
+  for (auto b = stage.next_batch(); !b.empty(); b = stage.next_batch()) out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+TransferOptions level(const std::string& name, std::uint64_t line = 64) {
+  TransferOptions t;
+  t.level = name;
+  t.line_bytes = line;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("transfers: the worked example of SEMANTICS") {
+  // MainMemory holds I, W, O at 0x0, 0x1000, 0x2000; GlobalBuffer windows [3q, 3q + 3):
+  // at 3q READ 0x0, READ 0x1000; at 3q + 3 WRITE 0x2000 before the next reads.
+  const Schedule s = th::compile_text(th::kConv1d);
+  const auto r = requests(s, {}, level("MainMemory"));
+  REQUIRE(r.size() == 8 * 3);
+  for (std::int64_t q = 0; q < 8; ++q) {
+    const std::size_t k = std::size_t(q) * 3;
+    CHECK(r[k] == TransferRequest{3 * q, 0x0, false, 1, 0});
+    CHECK(r[k + 1] == TransferRequest{3 * q, 0x1000, false, 1, 1});
+    CHECK(r[k + 2] == TransferRequest{3 * q + 3, 0x2000, true, 1, 2});
+  }
+  // With one-byte lines, every element is a request: I's tiles {q, q+1, q+2}.
+  const auto bytes = requests(s, {}, level("MainMemory", 1));
+  std::vector<std::uint64_t> first;
+  for (const auto& x : bytes)
+    if (x.timestep == 3 && !x.write) first.push_back(x.address);
+  CHECK(first == std::vector<std::uint64_t>{1, 2, 3, 0x1000, 0x1001, 0x1002});
+  // GlobalBuffer has no children: no traffic.
+  CHECK(requests(s, {}, level("GlobalBuffer")).empty());
+  CHECK(th::contains(th::spec_error([&] { requests(s, {}, level("L9")); }).message(), "'L9'"));
+}
+
+TEST_CASE("transfers: shards and windows concatenate to the whole run") {
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)}, {"KN", std::int64_t(4)}});
+  const std::string dram = s.memory_levels.front();
+  const auto whole = requests(s, {}, level(dram, 8));
+  REQUIRE(!whole.empty());
+  for (std::int64_t n : {2, 3, 7}) {
+    std::vector<TransferRequest> joined;
+    for (std::int64_t i = 0; i < n; ++i) {
+      TraceOptions o;
+      o.shard = {i, n};
+      const auto part = requests(s, o, level(dram, 8));
+      joined.insert(joined.end(), part.begin(), part.end());
+    }
+    CAPTURE(n);
+    CHECK(joined == whole);
+  }
+  TraceOptions window;
+  window.from = 5, window.to = 41;
+  std::vector<TransferRequest> inside;
+  for (const auto& x : whole)
+    if (x.timestep >= 5 && x.timestep < 41) inside.push_back(x);
+  CHECK(requests(s, window, level(dram, 8)) == inside);
+  // Time order; at one timestep writes first, then ascending addresses.
+  for (std::size_t i = 1; i < whole.size(); ++i) {
+    const auto &a = whole[i - 1], &b = whole[i];
+    CHECK(a.timestep <= b.timestep);
+    if (a.timestep == b.timestep && a.write == b.write) CHECK(a.address <= b.address);
+    if (a.timestep == b.timestep) CHECK(!(!a.write && b.write));
+  }
+}
+
+TEST_CASE("transfers: with byte lines, a level serves exactly its children's fills and drains") {
+  for (const auto& files : std::vector<std::vector<std::string>>{
+           {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+           {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+           {"matvecs.yaml", "fused_matvecs_to_simple_tiled.mapping.yaml"},
+           {"conv2d.workload.yaml", "conv2d.mapping.yaml"}}) {
+    CAPTURE(files[1]);
+    const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)},
+                                                  {"KN", std::int64_t(4)}});
+    const MovementReport m = summarize_movement(s);
+    for (std::size_t l = 0; l + 1 < m.levels.size(); ++l) {
+      // In these mappings the children of level l are at level l + 1, for the tensors
+      // that level l holds too (an intermediate kept only on chip has no parent).
+      const auto r = requests(s, {}, level(m.levels[l].level, 1));
+      std::int64_t reads = 0, writes = 0, fills = 0, drains = 0;
+      for (const auto& x : r) (x.write ? writes : reads) += 1;
+      auto held_above = [&](const std::string& tensor) {
+        for (const auto& t : m.levels[l].tensors)
+          if (t.tensor == tensor) return true;
+        return false;
+      };
+      for (const auto& t : m.levels[l + 1].tensors)
+        if (held_above(t.tensor)) fills += t.fills, drains += t.drains;
+      CHECK(reads > 0);
+      CHECK(reads == fills);
+      CHECK(writes == drains);
+    }
+  }
+}
+
+TEST_CASE("transfers: line coalescing and addresses") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  // 4-byte lines: I's first tile {0, 1, 2} is one line, {3, 4, 5} at t = 9 two.
+  const auto r = requests(s, {}, level("MainMemory", 4));
+  std::vector<std::uint64_t> at9;
+  for (const auto& x : r)
+    if (x.timestep == 9 && x.tensor == 0) at9.push_back(x.address);
+  CHECK(at9 == std::vector<std::uint64_t>{0, 4});
+  AddressMap map = AddressMap::make(s, {"W", "I"}, 100);
+  CHECK(map.base[std::size_t(s.find_tensor("W"))] == 0);
+  CHECK(map.base[std::size_t(s.find_tensor("I"))] == 100);  // W has 3 one-byte elements
+}
+
+TEST_CASE("transfers: the simulators' formats") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  auto render = [&](const std::string& format, std::int64_t cycles) {
+    std::FILE* f = std::tmpfile();
+    {
+      OutputBuffer out(fileno(f));
+      auto sink = make_transfer_sink(format, s, "MainMemory", cycles, out);
+      auto stage = transfer_pipeline(s, {}, level("MainMemory"));
+      for (auto b = stage.next_batch(); !b.empty(); b = stage.next_batch()) sink->write(b);
+      out.flush();
+    }
+    std::string text(4096, '\0');
+    std::rewind(f);
+    text.resize(std::fread(text.data(), 1, text.size(), f));
+    std::fclose(f);
+    return text;
+  };
+  // DRAMsim3 reads `hex-address op decimal-cycle`; Ramulator 2 exactly two tokens.
+  const std::string d = render("dramsim3", 10);
+  CHECK(d.substr(0, 41) == "0x0 READ 0\n0x1000 READ 0\n0x2000 WRITE 30\n");
+  const std::regex dram_line("0x[0-9a-f]+ (READ|WRITE) [0-9]+");
+  const std::regex ram_line("(LD|ST) 0x[0-9a-f]+");
+  std::size_t lines = 0;
+  for (std::size_t at = 0, nl; (nl = d.find('\n', at)) != std::string::npos; at = nl + 1, ++lines)
+    CHECK(std::regex_match(d.substr(at, nl - at), dram_line));
+  CHECK(lines == 24);
+  const std::string m = render("ramulator2", 1);
+  CHECK(m.substr(0, 26) == "LD 0x0\nLD 0x1000\nST 0x2000");
+  for (std::size_t at = 0, nl; (nl = m.find('\n', at)) != std::string::npos; at = nl + 1)
+    CHECK(std::regex_match(m.substr(at, nl - at), ram_line));
+  CHECK(th::contains(th::spec_error([&] { render("csv", 1); }).message(), "dramsim3"));
+}
