@@ -275,16 +275,20 @@ void write_trace_parallel(const Schedule& s, const TraceOptions& options, const 
       std::unique_lock lock(mutex);
       changed.wait(lock, [&] { return (!pieces.empty() && pieces.front().ready) || (exhausted && pieces.empty()); });
       if (pieces.empty()) break;
-      Piece piece = std::move(pieces.front());
-      pieces.pop_front();
+      // The piece stays in the queue while it is written (no worker touches a ready
+      // piece), so its slot is free again before a new piece can be admitted: at most
+      // max_held slots ever exist.
+      Piece& piece = pieces.front();
       lock.unlock();
       if (piece.error) std::rethrow_exception(piece.error);
       piece.slot->write_to(fd);
+      const std::int64_t last = piece.ranges.empty() ? -1 : piece.ranges.back().to - 1;
       lock.lock();
       spare.push_back(std::move(piece.slot));
+      pieces.pop_front();
       lock.unlock();
       changed.notify_all();
-      if (parallel.progress && !piece.ranges.empty()) parallel.progress(piece.ranges.back().to - 1);
+      if (parallel.progress && last >= 0) parallel.progress(last);
     }
     sink->end();
     out.flush();
