@@ -1,5 +1,6 @@
 #include "looptrace/parallel_trace.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -24,59 +25,72 @@ namespace looptrace {
 
 namespace {
 
-// A piece's formatted bytes: an anonymous in-memory file, so the formatting code
-// writes to it through the same OutputBuffer as to stdout. Files are reused (written
-// again from the start), so their pages are allocated once.
-class Scratch {
+// Where a piece is formatted: an OutputBuffer large enough to hold a whole piece,
+// writing to a private descriptor. While the piece is formatted the descriptor is an
+// anonymous in-memory file (which only sees bytes if the piece outgrows the buffer);
+// at the piece's turn, what the file got is written out and the descriptor is pointed
+// at the output (dup2), so flushing the buffer writes the rest there directly: no copy
+// of the common case, and the order is kept. Slots are reused, so neither the buffer's
+// pages nor the file's are allocated twice.
+class Slot {
  public:
-  Scratch() {
-    fd_ = ::memfd_create("looptrace-piece", MFD_CLOEXEC);
-    if (fd_ < 0) {  // no memfd: an unlinked temporary file
+  explicit Slot(std::size_t capacity) {
+    spill_ = ::memfd_create("looptrace-piece", MFD_CLOEXEC);
+    if (spill_ < 0) {  // no memfd: an unlinked temporary file
       std::FILE* f = std::tmpfile();
       if (!f) throw std::runtime_error("cannot create a buffer for a trace piece");
-      fd_ = ::dup(::fileno(f));
+      spill_ = ::fcntl(::fileno(f), F_DUPFD_CLOEXEC, 0);
       std::fclose(f);
     }
+    fd_ = ::fcntl(spill_, F_DUPFD_CLOEXEC, 0);
+    if (spill_ < 0 || fd_ < 0) throw std::runtime_error("cannot create a buffer for a trace piece");
+    buffer_ = std::make_unique<OutputBuffer>(fd_, capacity);
   }
-  ~Scratch() {
-    if (fd_ >= 0) ::close(fd_);
+  ~Slot() {
+    buffer_.reset();  // flushes nothing: the buffer is empty unless something failed
+    ::close(fd_);
+    ::close(spill_);
   }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
 
-  int rewind() {
-    if (::lseek(fd_, 0, SEEK_SET) < 0) throw std::runtime_error("cannot rewind a trace piece");
-    return fd_;
+  // The buffer to format a piece into.
+  OutputBuffer& begin() {
+    if (::dup2(spill_, fd_) < 0 || ::lseek(spill_, 0, SEEK_SET) < 0)
+      throw std::runtime_error("cannot reset a trace piece buffer");
+    return *buffer_;
   }
-  void finish() { size_ = ::lseek(fd_, 0, SEEK_CUR); }
 
-  // Writes the bytes to `fd` from a mapping of the file: one copy, in the kernel.
-  // (Not sendfile: to a pipe it lends the file's pages, which the next piece written
-  // into this file would change before the reader sees them.)
-  void send_to(int fd) const {
-    if (size_ == 0) return;
-    void* map = ::mmap(nullptr, std::size_t(size_), PROT_READ, MAP_SHARED, fd_, 0);
-    if (map == MAP_FAILED) throw std::runtime_error("cannot map a trace piece");
-    const char* p = static_cast<const char*>(map);
-    std::size_t done = 0;
-    while (done < std::size_t(size_)) {
-      const ssize_t n = ::write(fd, p + done, std::size_t(size_) - done);
-      if (n >= 0) {
-        done += std::size_t(n);
-        continue;
-      }
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::munmap(map, std::size_t(size_));
-      if (error == EPIPE) throw BrokenPipe();
-      throw std::runtime_error(std::string("write failed: ") + std::strerror(error));
-    }
-    ::munmap(map, std::size_t(size_));
+  // Writes the piece to `out`: the bytes that spilled, then the buffer.
+  void write_to(int out) {
+    const off_t spilled = ::lseek(spill_, 0, SEEK_CUR);
+    if (spilled > 0) send_spill(out, spilled);
+    if (::dup2(out, fd_) < 0) throw std::runtime_error("cannot write a trace piece");
+    buffer_->flush();
   }
 
  private:
-  int fd_ = -1;
-  off_t size_ = 0;
+  void send_spill(int out, off_t size) const {
+    void* map = ::mmap(nullptr, std::size_t(size), PROT_READ, MAP_SHARED, spill_, 0);
+    if (map == MAP_FAILED) throw std::runtime_error("cannot map a trace piece");
+    const char* p = static_cast<const char*>(map);
+    std::size_t done = 0;
+    int error = 0;
+    while (done < std::size_t(size)) {
+      const ssize_t n = ::write(out, p + done, std::size_t(size) - done);
+      if (n >= 0) done += std::size_t(n);
+      else if (errno != EINTR) {
+        error = errno;
+        break;
+      }
+    }
+    ::munmap(map, std::size_t(size));
+    if (error == EPIPE) throw BrokenPipe();
+    if (error) throw std::runtime_error(std::string("write failed: ") + std::strerror(error));
+  }
+
+  int spill_ = -1, fd_ = -1;
+  std::unique_ptr<OutputBuffer> buffer_;
 };
 
 std::size_t bytes_per_access(const std::string& format) {
@@ -85,7 +99,7 @@ std::size_t bytes_per_access(const std::string& format) {
 
 struct Piece {
   std::vector<TimeRange> ranges;
-  std::unique_ptr<Scratch> bytes;
+  std::unique_ptr<Slot> slot;
   std::exception_ptr error;
   bool ready = false;
 };
@@ -171,7 +185,7 @@ class Cutter {
 };
 
 void format_piece(const Schedule& s, const TraceOptions& options, const std::string& format, Piece& piece) {
-  OutputBuffer out(piece.bytes->rewind());
+  OutputBuffer& out = piece.slot->begin();
   auto sink = make_sink(format, s, out);
   for (const TimeRange& r : piece.ranges) {
     TraceOptions o = options;  // the filters, and this range alone
@@ -183,8 +197,6 @@ void format_piece(const Schedule& s, const TraceOptions& options, const std::str
     AccessStream stream(s, o);
     for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) sink->write(batch);
   }
-  out.flush();
-  piece.bytes->finish();
 }
 
 }  // namespace
@@ -198,11 +210,13 @@ void write_trace_parallel(const Schedule& s, const TraceOptions& options, const 
   Cutter cutter(s, options, selection,
                 std::int64_t(parallel.chunk_bytes / bytes_per_access(format)), threads);
   const std::size_t max_held = std::size_t(threads) + 2;
+  // Room for a piece and then some: a larger one spills into the slot's file.
+  const std::size_t capacity = std::max<std::size_t>(parallel.chunk_bytes + parallel.chunk_bytes / 2, 256);
 
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<Piece> pieces;   // pieces[0] is the next to write
-  std::vector<std::unique_ptr<Scratch>> spare;  // written out, to be reused
+  std::vector<std::unique_ptr<Slot>> spare;  // written out, to be reused
   bool exhausted = false, stop = false;
 
   auto work = [&] {
@@ -228,10 +242,10 @@ void write_trace_parallel(const Schedule& s, const TraceOptions& options, const 
         }
         pieces.push_back({std::move(*ranges), nullptr, nullptr, false});
         piece = &pieces.back();  // deque: stays put while others are added or popped
-        if (!spare.empty()) piece->bytes = std::move(spare.back()), spare.pop_back();
+        if (!spare.empty()) piece->slot = std::move(spare.back()), spare.pop_back();
       }
       try {
-        if (!piece->bytes) piece->bytes = std::make_unique<Scratch>();
+        if (!piece->slot) piece->slot = std::make_unique<Slot>(capacity);
         format_piece(s, options, format, *piece);
       } catch (...) {
         piece->error = std::current_exception();
@@ -261,16 +275,20 @@ void write_trace_parallel(const Schedule& s, const TraceOptions& options, const 
       std::unique_lock lock(mutex);
       changed.wait(lock, [&] { return (!pieces.empty() && pieces.front().ready) || (exhausted && pieces.empty()); });
       if (pieces.empty()) break;
-      Piece piece = std::move(pieces.front());
-      pieces.pop_front();
+      // The piece stays in the queue while it is written (no worker touches a ready
+      // piece), so its slot is free again before a new piece can be admitted: at most
+      // max_held slots ever exist.
+      Piece& piece = pieces.front();
       lock.unlock();
       if (piece.error) std::rethrow_exception(piece.error);
-      piece.bytes->send_to(fd);
+      piece.slot->write_to(fd);
+      const std::int64_t last = piece.ranges.empty() ? -1 : piece.ranges.back().to - 1;
       lock.lock();
-      spare.push_back(std::move(piece.bytes));
+      spare.push_back(std::move(piece.slot));
+      pieces.pop_front();
       lock.unlock();
       changed.notify_all();
-      if (parallel.progress && !piece.ranges.empty()) parallel.progress(piece.ranges.back().to - 1);
+      if (parallel.progress && last >= 0) parallel.progress(last);
     }
     sink->end();
     out.flush();

@@ -341,6 +341,25 @@ TEST_CASE("parallel trace: many small pieces, in order, equal one thread byte fo
         CHECK(ordered);
         CHECK(pieces >= 5);
       }
+  // Pieces far larger than their buffers (a timestep of 288 accesses, buffers of 1.5
+  // KiB): what spills into the piece's file is written first, then the buffer.
+  const auto tiles = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 16, n: 0 <= n < 16, k: 0 <= k < 5}
+  einsums:
+  - Z[m, n] = A[m, k] * B[k, n]
+mapping:
+  nodes:
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Compute {einsum: Z}
+)");
+  for (const std::string format : {"jsonl", "binary"}) {
+    looptrace::ParallelTraceOptions p;
+    p.threads = 3;
+    p.chunk_bytes = 1024;
+    CHECK(capture([&](int fd) { looptrace::write_trace_parallel(tiles, {}, format, fd, p); }) ==
+          one_thread(tiles, {}, format));
+  }
   // Bad options fail before anything is written.
   th::TraceOptions bad;
   bad.tensors = {"nope"};

@@ -18,7 +18,7 @@ namespace looptrace {
 
 struct ParallelTraceOptions {
   int threads = 2;
-  std::size_t chunk_bytes = std::size_t(8) << 20;
+  std::size_t chunk_bytes = std::size_t(4) << 20;
   // Called from the calling thread after each piece is written, with the last
   // timestep the piece covered.
   std::function<void(std::int64_t timestep)> progress;
