@@ -234,7 +234,7 @@ mapping:
   CHECK(std::string(looptrace::node_kind_name(NodeKind::Pipeline)) == "Pipeline");
 }
 
-TEST_CASE("load: a later file's top-level key replaces an earlier one's; other keys are ignored") {
+TEST_CASE("load: the first file that gives a top-level key wins, with a warning naming both") {
   const Spec s = load_spec_text({{"a.yaml", std::string(kWorkload) + kMapping + "arch: {x: 1}\n"},
                                  {"b.yaml", R"(
 renames: {anything: goes}
@@ -243,9 +243,17 @@ mapping:
   - !Temporal {rank_variable: m, tile_shape: 2}
   - !Compute {einsum: E}
 )"}});
-  REQUIRE(s.mapping.root.children.size() == 2);
-  CHECK(s.mapping.root.children[0].where.file == "b.yaml");
+  // a.yaml's mapping (one Compute), as AccelForge's Spec.from_yaml keeps the first.
+  REQUIRE(s.mapping.root.children.size() == 1);
+  CHECK(s.mapping.root.children[0].where.file == "a.yaml");
   CHECK(s.workload.where.file == "a.yaml");
+  CHECK(s.has_mapping);
+  CHECK(s.files == std::vector<std::string>{"a.yaml", "b.yaml"});
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].where.file == "b.yaml");
+  CHECK(s.warnings[0].where.line == 3);
+  CHECK(th::contains(s.warnings[0].message, "top-level key 'mapping' is ignored here: a.yaml (line 9) gives it first"));
+  CHECK(s.warnings[0].str().rfind("b.yaml:3:1: warning: ", 0) == 0);
 }
 
 TEST_CASE("load error: invalid YAML names file:line") {

@@ -466,7 +466,10 @@ class Renderer : public Evaluator {
     if (options_.looked_up) options_.looked_up->push_back(name);
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
       if (auto found = it->find(name); found != it->end()) return found->second;
-    if (auto found = base_.find(name); found != base_.end()) return found->second;
+    if (auto found = base_.find(name); found != base_.end()) {
+      tag_base_lookups_.push_back(name);
+      return found->second;
+    }
     if (options_.globals && options_.globals->count(name))
       return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Host, name, {}}));
     if (is_builtin_global(name, false)) return JinjaUndefined{name, ""};
@@ -501,12 +504,28 @@ class Renderer : public Evaluator {
   void render(const Body& body) {
     for (const Node& node : body) {
       current_tag_ = node.tag;
+      tag_base_lookups_.clear();
       try {
         std::visit([&](const auto& content) { render_node(content, node.tag); }, node.content);
       } catch (const JinjaError& problem) {
-        throw SpecError(location(node.tag), problem.what());
+        throw SpecError(location(node.tag), annotate(problem.what()));
       }
     }
+  }
+
+  // A failing tag that read a -D value says so: the value is the likely culprit.
+  std::string annotate(std::string message) const {
+    if (!options_.defines) return message;
+    std::vector<std::string> named;
+    for (const auto& name : tag_base_lookups_) {
+      auto d = options_.defines->find(name);
+      if (d == options_.defines->end() || std::find(named.begin(), named.end(), name) != named.end()) continue;
+      if (!(base_.at(name).kind() == d->second.kind() && base_.at(name).str() == d->second.str())) continue;
+      named.push_back(name);
+      message += named.size() == 1 ? " (" : ", ";
+      message += name + " is " + d->second.repr() + " from -D " + name + "=" + d->second.str();
+    }
+    return named.empty() ? message : message + ")";
   }
 
   // Appends text; line k of it (0-based) came from where_of(k) = (file, line).
@@ -633,7 +652,7 @@ class Renderer : public Evaluator {
       try {
         taken = eval(*node.branches[i].first).truthy();
       } catch (const JinjaError& problem) {  // an elif's error belongs to the elif's tag
-        throw SpecError(location(node.branch_tags[i]), problem.what());
+        throw SpecError(location(node.branch_tags[i]), annotate(problem.what()));
       }
       if (taken) return render(node.branches[i].second);
     }
@@ -680,6 +699,7 @@ class Renderer : public Evaluator {
   bool at_line_start_ = true;
   std::pair<int, int> next_{0, 1};
   std::size_t current_tag_ = 0;
+  std::vector<std::string> tag_base_lookups_;  // base variables the current tag read
   std::shared_ptr<const RenderedTemplate> pasted_;  // what the last host call pasted
 };
 

@@ -171,6 +171,9 @@ struct JinjaOptions {
   // Every variable name the template looked up (defined or not), so that a caller can
   // warn about -D values nothing used.
   std::vector<std::string>* looked_up = nullptr;
+  // The -D values among the variables: an error in a tag that read one names it, so
+  // that a wrong -D value is easy to find.
+  const JinjaVariables* defines = nullptr;
 };
 
 // Renders `source`; errors (undefined variable, bad expression, unclosed block, a
