@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <iostream>
+
 #include "looptrace/error.hpp"
 
 namespace looptrace::cli {
@@ -96,10 +98,16 @@ TraceOptions CommonArgs::resolved() const {
   return o;
 }
 
+void print_warnings(const Spec& spec) {
+  for (const auto& w : spec.warnings) std::cerr << "looptrace: " << w.str() << "\n";
+}
+
 Schedule CommonArgs::load() {
   JinjaVariables vars;
   for (const auto& d : defines) vars.insert(parse_define(d));
-  return compile_schedule(load_spec(files, vars));
+  const Spec spec = load_spec(files, vars);
+  print_warnings(spec);
+  return compile_schedule(spec);
 }
 
 }  // namespace looptrace::cli

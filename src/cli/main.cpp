@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   looptrace::cli::add_trace_command(app);
   looptrace::cli::add_plot_command(app);
   looptrace::cli::add_iterations_command(app);
+  looptrace::cli::add_describe_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
