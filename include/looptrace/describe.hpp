@@ -61,7 +61,7 @@ struct SpecDescription {
 SpecDescription describe_spec(const Spec& spec);
 
 // {"einsums": [...], "tensors": {...}[, "mapping": {...}]}; `indent` < 0: one line.
-std::string describe_json(const SpecDescription& d, int indent = 1);
+std::string describe_json(const SpecDescription& d, int indent = 2);
 
 // An indented tree a person reads.
 std::string describe_text(const SpecDescription& d);

@@ -597,7 +597,7 @@ class Renderer : public Evaluator {
       const JinjaValue ns = defined(lookup(node.targets[0]));
       if (!ns.is_namespace())
         throw JinjaError("'{% set " + node.targets[0] + "." + node.attribute +
-                         " %}' needs a namespace(); " + node.targets[0] + " is a " + ns.type_name());
+                         " %}' needs a namespace(); " + node.targets[0] + " is " + an(ns));
       for (auto& [k, v] : ns.dict())
         if (k.is_string() && k.as_string() == node.attribute) {
           v = std::move(value);

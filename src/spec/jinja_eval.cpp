@@ -315,7 +315,7 @@ std::string to_json(const JinjaValue& v, int indent, int level) {
       return out + close + "}";
     }
     case JinjaValue::Kind::Undefined: fail_undefined(v);
-    default: type_error("a " + v.type_name() + " cannot be written as JSON");
+    default: type_error(an(v) + " cannot be written as JSON");
   }
 }
 
@@ -487,7 +487,7 @@ bool compare_op(const std::string& op, const JinjaValue& a_, const JinjaValue& b
     if (i < x.size() && i < y.size()) return compare_op(op, x[i], y[i]);
     c = x.size() < y.size() ? -1 : x.size() > y.size();
   } else {
-    type_error("'" + op + "' is not supported between a " + a.type_name() + " and a " + b.type_name());
+    type_error("'" + op + "' is not supported between " + an(a) + " and " + an(b));
   }
   if (op == "<") return c < 0;
   if (op == "<=") return c <= 0;
@@ -499,13 +499,13 @@ bool contains(const JinjaValue& container, const JinjaValue& item) {
   defined(container);
   defined(item);
   if (container.is_string()) {
-    if (!item.is_string()) type_error("'in <string>' needs a string on the left, not a " + item.type_name());
+    if (!item.is_string()) type_error("'in <string>' needs a string on the left, not " + an(item));
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
   if (container.is_sequence())
     return std::any_of(container.list().begin(), container.list().end(), [&](const JinjaValue& x) { return x == item; });
   if (container.is_dict()) return container.find(item) != nullptr;
-  type_error("a " + container.type_name() + " is not a container ('in' needs a string, list, tuple or dict)");
+  type_error(an(container) + " is not a container ('in' needs a string, list, tuple or dict)");
 }
 
 // printf-style formatting: `"%d items" % n`, `"%s-%s" % (a, b)`, `"%(x)s" % d`.
@@ -606,7 +606,7 @@ JinjaList Evaluator::iterate(const JinjaValue& v) {
       for (auto& c : characters(v.as_string())) out.emplace_back(std::move(c));
       return out;
     }
-    default: type_error("a " + v.type_name() + " is not iterable");
+    default: type_error(an(v) + " is not iterable");
   }
 }
 
@@ -631,7 +631,7 @@ JinjaValue Evaluator::get_attr(const JinjaValue& obj, const std::string& name) {
   if (obj.is_dict())
     for (const auto& [k, v] : obj.dict())
       if (k.is_string()) keys.push_back(k.as_string());
-  return JinjaUndefined{name, "a " + obj.type_name() + " has no attribute '" + name + "'" + did_you_mean(name, keys)};
+  return JinjaUndefined{name, an(obj) + " has no attribute '" + name + "'" + did_you_mean(name, keys)};
 }
 
 JinjaValue Evaluator::get_item(const JinjaValue& obj, const JinjaValue& key) {
@@ -656,7 +656,7 @@ JinjaValue Evaluator::get_item(const JinjaValue& obj, const JinjaValue& key) {
     return obj.list()[std::size_t(i)];
   }
   if (key.is_string()) return get_attr(obj, key.as_string());
-  return JinjaUndefined{key.str(), "a " + obj.type_name() + " cannot be indexed with a " + key.type_name()};
+  return JinjaUndefined{key.str(), an(obj) + " cannot be indexed with " + an(key)};
 }
 
 JinjaValue Evaluator::eval(const Expr& e) {
@@ -732,7 +732,7 @@ JinjaValue Evaluator::eval(const Expr& e) {
     case ExprKind::GetItem: return get_item(eval(*e.children[0]), eval(*e.children[1]));
     case ExprKind::Slice: {
       const JinjaValue obj = defined(eval(*e.children[0]));
-      if (!obj.is_sequence() && !obj.is_string()) type_error("a " + obj.type_name() + " cannot be sliced");
+      if (!obj.is_sequence() && !obj.is_string()) type_error(an(obj) + " cannot be sliced");
       auto part = [&](int k) -> std::optional<std::int64_t> {
         if (!e.children[std::size_t(k)]) return std::nullopt;
         JinjaValue v = defined(eval(*e.children[std::size_t(k)]));
@@ -775,7 +775,7 @@ JinjaValue Evaluator::eval_call(const Expr& e) {
     // Say what is missing: `ceil(x)` in a template names ceil, not a NoneType.
     fail_undefined(f);
   }
-  if (!f.is_callable()) type_error("a " + f.type_name() + " is not callable");
+  if (!f.is_callable()) type_error(an(f) + " is not callable");
   std::vector<JinjaValue> args;
   for (std::size_t i = 1; i < e.children.size(); ++i) args.push_back(eval(*e.children[i]));
   Kwargs kwargs;
@@ -803,12 +803,12 @@ JinjaValue Evaluator::call(const JinjaValue& f, std::vector<JinjaValue> args, Kw
 JinjaValue Evaluator::call_builtin(const std::string& name, std::vector<JinjaValue>& args, Kwargs& kwargs) {
   auto number = [&](std::size_t i) -> const JinjaValue& {
     if (i >= args.size()) type_error(name + "() needs more arguments");
-    if (!args[i].is_number()) type_error(name + "() needs a number, not a " + args[i].type_name());
+    if (!args[i].is_number()) type_error(name + "() needs a number, not " + an(args[i]));
     return args[i];
   };
   auto integer = [&](std::size_t i) -> std::int64_t {
     if (i >= args.size()) type_error(name + "() needs more arguments");
-    if (!is_integral(args[i])) type_error(name + "() needs an integer, not a " + args[i].type_name());
+    if (!is_integral(args[i])) type_error(name + "() needs an integer, not " + an(args[i]));
     return int_of(args[i]);
   };
   auto from_double = [&](double d) -> JinjaValue {
@@ -899,7 +899,7 @@ JinjaValue Evaluator::call_builtin(const std::string& name, std::vector<JinjaVal
     if (args[0].is_string()) return std::int64_t(args[0].as_string().size());
     if (args[0].is_sequence()) return std::int64_t(args[0].list().size());
     if (args[0].is_dict()) return std::int64_t(args[0].dict().size());
-    type_error("a " + args[0].type_name() + " has no len()");
+    type_error(an(args[0]) + " has no len()");
   }
   if (name == "int") {
     expect_args(name, args, 0, 2);
@@ -1122,7 +1122,7 @@ JinjaValue Evaluator::call_method(const JinjaValue& self, const std::string& nam
       std::string out;
       bool first = true;
       for (const auto& x : iterate(arg(args, kwargs, 0, "iterable"))) {
-        if (!x.is_string()) type_error("join() needs strings, not a " + x.type_name());
+        if (!x.is_string()) type_error("join() needs strings, not " + an(x));
         out += (first ? "" : s) + x.as_string();
         first = false;
         if (out.size() > kMaxString) throw JinjaError("string too long");
@@ -1169,7 +1169,7 @@ JinjaValue Evaluator::call_method(const JinjaValue& self, const std::string& nam
     }
     if (name == "format") return python_format(s, args, kwargs);
   }
-  type_error("a " + self.type_name() + " has no method '" + name + "'");
+  type_error(an(self) + " has no method '" + name + "'");
 }
 
 // ---------------------------------------------------------------- filters and tests
@@ -1219,7 +1219,7 @@ JinjaValue Evaluator::apply_filter(const std::string& name, const JinjaValue& v,
     if (v.is_string()) return std::int64_t(characters(v.as_string()).size());
     if (v.is_sequence()) return std::int64_t(v.list().size());
     if (v.is_dict()) return std::int64_t(v.dict().size());
-    type_error("a " + v.type_name() + " has no length");
+    type_error(an(v) + " has no length");
   }
   if (name == "first" || name == "last") {
     JinjaList items = iterate(v);
@@ -1296,11 +1296,11 @@ JinjaValue Evaluator::apply_filter(const std::string& name, const JinjaValue& v,
   if (name == "safe") return v;
   if (name == "tojson") return to_json(v, int(to_int(arg(args, kwargs, 0, "indent", 0))), 0);
   if (name == "items") {
-    if (!v.is_dict()) type_error("items needs a dict, not a " + v.type_name());
+    if (!v.is_dict()) type_error("items needs a dict, not " + an(v));
     return items_of(v);
   }
   if (name == "dictsort") {
-    if (!v.is_dict()) type_error("dictsort needs a dict, not a " + v.type_name());
+    if (!v.is_dict()) type_error("dictsort needs a dict, not " + an(v));
     const bool by_value = arg(args, kwargs, 1, "by", "key").str() == "value";
     const bool reverse = arg(args, kwargs, 2, "reverse", false).truthy();
     const bool cs = arg(args, kwargs, 0, "case_sensitive", false).truthy();

@@ -315,6 +315,11 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
+std::string an(const JinjaValue& v) {
+  const std::string t = v.type_name();
+  return (std::string("aeiouAEIOU").find(t[0]) != std::string::npos ? "an " : "a ") + t;
+}
+
 [[noreturn]] void fail_undefined(const JinjaValue& v) {
   const JinjaUndefined& u = v.undefined();
   throw JinjaError(u.message.empty() ? "undefined variable '" + u.name + "'" : u.message);

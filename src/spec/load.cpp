@@ -168,7 +168,7 @@ class Loader {
         for (auto& f : find_paths(st, item)) all.push_back(std::move(f));
       return unique_files(all);
     }
-    if (!p.is_string()) throw JinjaError("a path must be a string, not a " + p.type_name());
+    if (!p.is_string()) throw JinjaError("a path must be a string, not " + jinja::an(p));
     const std::string& name = p.as_string();
     if (name.empty()) throw JinjaError("an empty path");
     std::vector<std::string> dirs;
@@ -180,7 +180,8 @@ class Loader {
     std::vector<std::string> found, searched;
     for (const auto& d : dirs) {
       const std::string pattern = joined(d, name);
-      searched.push_back(pattern.empty() ? "." : pattern);
+      if (std::find(searched.begin(), searched.end(), pattern) != searched.end()) continue;
+      searched.push_back(pattern);
       glob_t g{};
       if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
         for (std::size_t i = 0; i < g.gl_pathc; ++i) found.emplace_back(g.gl_pathv[i]);
@@ -201,7 +202,9 @@ class Loader {
   static std::string not_found(const std::string& name, const std::vector<std::string>& dirs,
                                const std::vector<std::string>& searched) {
     std::vector<std::string> nearby;  // files next to where it was looked for
+    std::set<std::string> listed;
     for (const auto& d : dirs) {
+      if (!listed.insert(joined(d, name)).second) continue;
       std::error_code ec;
       const fs::path dir = fs::path(joined(d, name)).parent_path();
       for (const auto& entry : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
@@ -209,7 +212,13 @@ class Loader {
         nearby.push_back(rel.string());
       }
     }
-    return "cannot find '" + name + "'" + did_you_mean(name, nearby) + "; looked for " + join(searched);
+    // Only a near miss is worth suggesting among file names.
+    std::string hint = did_you_mean(name, nearby);
+    if (!hint.empty()) {
+      const std::string best = hint.substr(hint.find('\'') + 1, hint.rfind('\'') - hint.find('\'') - 1);
+      if (jinja::edit_distance(name, best) > std::max<std::size_t>(2, name.size() / 4)) hint.clear();
+    }
+    return "cannot find '" + name + "'" + hint + "; looked for " + join(searched);
   }
 
   std::string read_included(const std::string& path) {
@@ -233,7 +242,7 @@ class Loader {
             if (on) chain.push_back(s2);
           }
           chain.push_back(path);
-          throw JinjaError("include cycle: " + join(chain, " includes "));
+          throw JinjaError("include cycle: " + join(chain, ", which includes "));
         }
       loader.stack_.emplace_back(key, path);
     }
@@ -361,7 +370,7 @@ class Loader {
       const std::string p = joined(d, name);
       std::error_code ec;
       if (fs::exists(p, ec)) return p;
-      searched.push_back(p);
+      if (std::find(searched.begin(), searched.end(), p) == searched.end()) searched.push_back(p);
     }
     throw JinjaError(not_found(name, dirs, searched));
   }

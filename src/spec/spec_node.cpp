@@ -319,7 +319,7 @@ SpecNodePtr node_from_value(const JinjaValue& v, const SpecNode& where, NodeBudg
       for (const auto& [k, x] : v.dict())
         out->entries.emplace_back(node_from_value(k.str(), where, budget), node_from_value(x, where, budget));
       break;
-    default: fail_at(where, "a " + v.type_name() + " cannot become YAML");
+    default: fail_at(where, jinja::an(v) + " cannot become YAML");
   }
   return out;
 }
