@@ -104,7 +104,10 @@ void print_warnings(const Spec& spec) {
 
 Schedule CommonArgs::load() {
   JinjaVariables vars;
-  for (const auto& d : defines) vars.insert(parse_define(d));
+  for (const auto& d : defines) {
+    auto [key, value] = parse_define(d);
+    vars[key] = std::move(value);  // a later -D of the same name wins
+  }
   const Spec spec = load_spec(files, vars);
   print_warnings(spec);
   return compile_schedule(spec);

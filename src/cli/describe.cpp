@@ -25,7 +25,10 @@ void add_describe_command(CLI::App& app) {
       ->check(CLI::IsMember({"json", "text"}));
   cmd->callback([args] {
     JinjaVariables vars;
-    for (const auto& d : args->defines) vars.insert(parse_define(d));
+    for (const auto& d : args->defines) {
+      auto [key, value] = parse_define(d);
+      vars[key] = std::move(value);  // a later -D of the same name wins
+    }
     LoadOptions options;
     options.require_mapping = false;
     const Spec spec = load_spec(args->files, vars, options);

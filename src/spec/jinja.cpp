@@ -557,7 +557,7 @@ class Renderer : public Evaluator {
 
   void render_node(const OutputNode& node, std::size_t tag) {
     pasted_.reset();
-    const std::string text = defined(eval(*node.expr)).str();
+    const std::string text = eval(*node.expr).str();
     const int line = lines_.line_of(tag);
     if (pasted_ && pasted_->text == text && !pasted_->source_line.empty()) {
       // Text another file rendered: its lines keep pointing into that file.

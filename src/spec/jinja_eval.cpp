@@ -593,6 +593,7 @@ void Evaluator::charge(std::int64_t n) {
 }
 
 JinjaList Evaluator::iterate(const JinjaValue& v) {
+  if (v.is_undefined() && v.undefined().lenient) return {};
   switch (defined(v).kind()) {
     case JinjaValue::Kind::List:
     case JinjaValue::Kind::Tuple: return v.list();
@@ -726,7 +727,7 @@ JinjaValue Evaluator::eval(const Expr& e) {
     case ExprKind::Cond: {
       if (eval(*e.children[1]).truthy()) return eval(*e.children[0]);
       if (e.children[2]) return eval(*e.children[2]);
-      return JinjaUndefined{"if", "an inline 'if' without 'else' was false, and its value is used"};
+      return JinjaUndefined{"if", "an inline 'if' without 'else' was false, and its value is used", true};
     }
     case ExprKind::GetAttr: return get_attr(eval(*e.children[0]), e.name);
     case ExprKind::GetItem: return get_item(eval(*e.children[0]), eval(*e.children[1]));
@@ -1261,7 +1262,7 @@ JinjaValue Evaluator::apply_filter(const std::string& name, const JinjaValue& v,
     const double scale = std::pow(10.0, double(precision));
     const double x = to_float(v) * scale;
     double r;
-    if (method == "common") r = std::round(x);  // half away from zero
+    if (method == "common") r = std::nearbyint(x);  // Python's round(): half to even
     else if (method == "ceil") r = std::ceil(x);
     else if (method == "floor") r = std::floor(x);
     else type_error("round: method must be 'common', 'ceil' or 'floor'");

@@ -116,6 +116,9 @@ std::string string_repr(const std::string& s) {
 
 std::string JinjaValue::str() const {
   switch (kind()) {
+    case Kind::Undefined:
+      if (undefined().lenient) return "";
+      jinja::fail_undefined(*this);
     case Kind::None: return "None";
     case Kind::Bool: return as_bool() ? "True" : "False";
     case Kind::Int: return std::to_string(as_int());
@@ -176,7 +179,9 @@ bool JinjaValue::truthy() const {
     case Kind::List:
     case Kind::Tuple: return !list().empty();
     case Kind::Dict: return namespace_ || !dict().empty();
-    case Kind::Undefined: jinja::fail_undefined(*this);
+    case Kind::Undefined:
+      if (undefined().lenient) return false;
+      jinja::fail_undefined(*this);
     case Kind::Callable: return true;
   }
   return false;

@@ -41,6 +41,9 @@ struct JinjaCallable;                                                // a functi
 struct JinjaUndefined {
   std::string name;     // the variable, or "d.key" for a missing attribute or item
   std::string message;  // what using it says: "undefined variable 'x' (did you mean 'y'?)"
+  // Jinja's plain Undefined (what `a if c` gives when c is false): prints as "", is
+  // false and iterates as empty; anything else still fails.
+  bool lenient = false;
 };
 
 class JinjaValue {
