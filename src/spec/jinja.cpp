@@ -102,10 +102,14 @@ class TemplateLexer {
     throw SpecError({filename_, lines_.line_of(offset), lines_.column_of(offset)}, message);
   }
 
-  // Finds `closer` outside string literals, so `{{ '}}' }}` works.
+  // Finds `closer` outside string literals and brackets, so `{{ '}}' }}` and
+  // `{{ {'a': {'b': 1}} }}` work, as Jinja2's lexer balances them.
   std::size_t find_close(std::size_t from, std::string_view closer, bool quotes, std::size_t open) const {
+    int depth = 0;
     for (std::size_t i = from; i < src_.size(); ++i) {
-      if (src_.compare(i, closer.size(), closer) == 0) return i;
+      if (depth == 0 && src_.compare(i, closer.size(), closer) == 0) return i;
+      if (quotes && (src_[i] == '(' || src_[i] == '[' || src_[i] == '{')) ++depth;
+      if (quotes && depth > 0 && (src_[i] == ')' || src_[i] == ']' || src_[i] == '}')) --depth;
       if (quotes && (src_[i] == '\'' || src_[i] == '"')) {
         const char quote = src_[i];
         for (++i; i < src_.size() && src_[i] != quote; ++i)
@@ -113,7 +117,8 @@ class TemplateLexer {
         if (i >= src_.size()) fail(open, "unterminated string literal in tag");
       }
     }
-    fail(open, "'" + src_.substr(open, 2) + "' is not closed by '" + std::string(closer) + "'");
+    fail(open, "'" + src_.substr(open, 2) + "' is not closed by '" + std::string(closer) + "'" +
+                   (depth > 0 ? " (a bracket in it is not closed)" : ""));
   }
 
   // Lexes the tag at `open`; returns the offset after it.

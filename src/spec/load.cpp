@@ -815,7 +815,7 @@ MappingNode read_node(const Reader& in, const SpecNode& node, int depth) {
   const std::string what = "a !" + name + " node";
   switch (out.kind) {
     case NodeKind::Storage: {
-      in.check_keys(node, what, {"tensors", "component"});
+      in.check_keys(node, what, {"tensors", "component"}, {"persistent"});
       const SpecNode* tensors = node.find("tensors");
       if (!tensors) in.fail(node, what + " needs 'tensors'");
       in.expect_list(*tensors, "tensors");
@@ -845,7 +845,7 @@ MappingNode read_node(const Reader& in, const SpecNode& node, int depth) {
     case NodeKind::Sequential:
     case NodeKind::Pipeline:
     case NodeKind::Parallel: {
-      in.check_keys(node, what, {"nodes"}, {"component"});
+      in.check_keys(node, what, {"nodes"}, {"component", "binding"});
       const SpecNode* nodes = node.find("nodes");
       if (!nodes) in.fail(node, what + " needs 'nodes'");
       out.children = read_nodes(in, *nodes, depth + 1);
