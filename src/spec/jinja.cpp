@@ -106,8 +106,12 @@ class TemplateLexer {
   // `{{ {'a': {'b': 1}} }}` work, as Jinja2's lexer balances them.
   std::size_t find_close(std::size_t from, std::string_view closer, bool quotes, std::size_t open) const {
     int depth = 0;
+    bool closer_in_brackets = false;
     for (std::size_t i = from; i < src_.size(); ++i) {
-      if (depth == 0 && src_.compare(i, closer.size(), closer) == 0) return i;
+      if (src_.compare(i, closer.size(), closer) == 0) {
+        if (depth == 0) return i;
+        closer_in_brackets = true;
+      }
       if (quotes && (src_[i] == '(' || src_[i] == '[' || src_[i] == '{')) ++depth;
       if (quotes && depth > 0 && (src_[i] == ')' || src_[i] == ']' || src_[i] == '}')) --depth;
       if (quotes && (src_[i] == '\'' || src_[i] == '"')) {
@@ -118,7 +122,7 @@ class TemplateLexer {
       }
     }
     fail(open, "'" + src_.substr(open, 2) + "' is not closed by '" + std::string(closer) + "'" +
-                   (depth > 0 ? " (a bracket in it is not closed)" : ""));
+                   (closer_in_brackets ? " (a bracket in it is not closed)" : ""));
   }
 
   // Lexes the tag at `open`; returns the offset after it.
