@@ -269,7 +269,12 @@ void node_text(const DescribedNode& n, int depth, std::string& out) {
       line += n.tag + "  " + std::to_string(n.duration) + " timesteps";
   }
   out += line + "\n";
-  for (const auto& c : n.children) node_text(c, depth + 1, out);
+  // Inside a Nested each node is the child of the one before: indent after each loop.
+  int child_depth = depth + 1;
+  for (const auto& c : n.children) {
+    node_text(c, child_depth, out);
+    if (n.kind == NodeKind::Nested && (c.kind == NodeKind::Temporal || c.kind == NodeKind::Spatial)) ++child_depth;
+  }
 }
 
 }  // namespace
@@ -393,7 +398,11 @@ std::string describe_text(const SpecDescription& d) {
     out += "  " + pad(t.name + "[" + join(t.ranks) + "]", tensor_width) + "  " + shape_text(t.shape) + "\n";
   if (d.mapping) {
     out += "Mapping (" + std::to_string(d.n_timesteps) + " timesteps):\n";
-    for (const auto& c : d.mapping->children) node_text(c, 0, out);
+    int depth = 0;
+    for (const auto& c : d.mapping->children) {
+      node_text(c, depth, out);
+      if (c.kind == NodeKind::Temporal || c.kind == NodeKind::Spatial) ++depth;
+    }
   }
   return out;
 }
