@@ -45,7 +45,7 @@ using jinja::did_you_mean;
 
 // Bounds on what one load may do, far beyond real specs: YAML nodes (aliases and
 // includes repeat subtrees), Jinja loop iterations, files loaded through includes.
-constexpr std::int64_t kMaxNodes = 2'000'000;
+constexpr std::int64_t kMaxNodes = 500'000;
 constexpr std::int64_t kMaxIterations = 1'000'000;
 constexpr int kMaxFileLoads = 10'000;
 // Mapping nodes read (aliases can repeat a subtree many times over).
@@ -62,14 +62,22 @@ std::string join(const std::vector<std::string>& words, const std::string& sep =
   return out;
 }
 
+// Spec files are kilobytes; a bound keeps /dev/zero or a huge file from exhausting memory.
+constexpr std::size_t kMaxFileBytes = 64u << 20;
+
 std::string read_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw SpecError(SourceLocation{path, 0, 0}, "is a directory, not a spec file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw SpecError(SourceLocation{path, 0, 0}, "cannot read the file");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::string text;
+  char buffer[1 << 16];
+  while (f.read(buffer, sizeof buffer) || f.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(f.gcount()));
+    if (text.size() > kMaxFileBytes)
+      throw SpecError(SourceLocation{path, 0, 0}, "the file is larger than 64 MiB; spec files are far smaller");
+  }
+  return text;
 }
 
 std::string canonical(const std::string& path) {
@@ -103,7 +111,8 @@ struct FileState {
 
 class Loader {
  public:
-  explicit Loader(const JinjaVariables& defines) : defines_(defines) {}
+  Loader(const JinjaVariables& defines, const std::string& include_root)
+      : defines_(defines), root_(include_root.empty() ? "" : canonical(include_root)) {}
 
   std::vector<std::string> looked_up;  // every variable name a template looked up
 
@@ -171,6 +180,7 @@ class Loader {
     if (!p.is_string()) throw JinjaError("a path must be a string, not " + jinja::an(p));
     const std::string& name = p.as_string();
     if (name.empty()) throw JinjaError("an empty path");
+    check_name(name);
     std::vector<std::string> dirs;
     if (fs::path(name).is_absolute()) dirs.push_back("");
     else {
@@ -191,12 +201,23 @@ class Loader {
     return unique_files(found);
   }
 
-  static std::vector<std::string> unique_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> unique_files(const std::vector<std::string>& paths) const {
     std::vector<std::string> out;
     std::set<std::string> seen;
-    for (const auto& p : paths)
-      if (seen.insert(canonical(p)).second) out.push_back(p);
+    for (const auto& p : paths) {
+      const std::string c = canonical(p);
+      if (!root_.empty() && c.compare(0, root_.size(), root_) != 0)
+        throw JinjaError("'" + p + "' is outside the folder that includes may read");
+      if (seen.insert(c).second) out.push_back(p);
+    }
     return out;
+  }
+
+  // With an include root, only relative names that stay inside it.
+  void check_name(const std::string& name) const {
+    if (root_.empty()) return;
+    if (fs::path(name).is_absolute() || name.find("..") != std::string::npos)
+      throw JinjaError("'" + name + "' is outside the folder that includes may read");
   }
 
   static std::string not_found(const std::string& name, const std::vector<std::string>& dirs,
@@ -307,6 +328,8 @@ class Loader {
   // `!include path` in YAML: the file's YAML, loaded with this file's data.
   SpecNodePtr load_tag_include(FileState& st, const std::string& path, const SpecNode& at) {
     try {
+      check_name(path);
+      unique_files({path});
       Visit visit(*this, path);
       FileState child;
       child.display = path;
@@ -360,6 +383,7 @@ class Loader {
   }
 
   std::string first_existing(const FileState& st, const std::string& name) {
+    check_name(name);
     std::vector<std::string> dirs, searched;
     if (fs::path(name).is_absolute()) dirs.push_back("");
     else {
@@ -369,13 +393,17 @@ class Loader {
     for (const auto& d : dirs) {
       const std::string p = joined(d, name);
       std::error_code ec;
-      if (fs::exists(p, ec)) return p;
+      if (fs::exists(p, ec)) {
+        unique_files({p});  // inside the include root, if there is one
+        return p;
+      }
       if (std::find(searched.begin(), searched.end(), p) == searched.end()) searched.push_back(p);
     }
     throw JinjaError(not_found(name, dirs, searched));
   }
 
   const JinjaVariables& defines_;
+  const std::string root_;  // canonical, or "" for no limit
   NodeBudget nodes_{kMaxNodes, kMaxNodes};
   std::int64_t iterations_ = kMaxIterations;
   int file_loads_ = 0;
@@ -889,7 +917,7 @@ struct Source {
 };
 
 Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, const LoadOptions& options) {
-  Loader loader(variables);
+  Loader loader(variables, options.include_root);
   Spec spec;
   struct TopKey {
     SpecNodePtr key, value;

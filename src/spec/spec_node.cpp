@@ -228,7 +228,9 @@ class Resolver {
       fail_at(*from, std::string("'") + (recursive ? "<<<" : "<<") + "' (at " + at.where.str() +
                          ") needs a mapping or a list of mappings, not " + kind_name(*from));
     charge(budget_, std::int64_t(from->entries.size()) + 1, at.where);
-    for (const auto& [k, v] : from->entries) {
+    for (const auto& entry : from->entries) {
+      const SpecNodePtr& k = entry.first;
+      const SpecNodePtr& v = entry.second;
       auto existing = std::find_if(into->entries.begin(), into->entries.end(), [&](const auto& e) {
         return e.first->is_scalar() && k->is_scalar() && e.first->text == k->text;
       });

@@ -127,7 +127,7 @@ def test_resource_limits():
     for i in range(1, 10):
         laughs += "  x%d: &a%d !Sequential {nodes: [%s]}\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10))
     laughs = write("laughs.yaml", laughs + "mapping:\n  nodes: [*a9]\n")
-    expect_error(["summary", laughs], ["more than 2000000 nodes", "aliases"], laughs + ":")
+    expect_error(["summary", laughs], ["more than 500000 nodes", "aliases"], laughs + ":")
 
     loops = write("loops.yaml", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n")
     expect_error(["summary", loops], ["loop iterations"], loops + ":1:")

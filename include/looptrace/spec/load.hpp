@@ -32,6 +32,9 @@ struct Spec {
 
 struct LoadOptions {
   bool require_mapping = true;  // false: a workload alone is a spec (looptrace describe)
+  // When set, include(), include_text(), find_path() and the other globals may only
+  // name files inside this folder (relative paths without ".."): for untrusted specs.
+  std::string include_root;
 };
 
 // Reads the files in order and merges them by top-level key: the first file that gives
