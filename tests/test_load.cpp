@@ -826,3 +826,11 @@ TEST_CASE("load: errors inside included files say which file included them") {
   CHECK(th::contains(e.message(), "!include_loaded bad_0.workloads: no key 'workloads' in " + f.path("part2.yaml") +
                                       ":1:1 (included from " + bad + ":1:1) (it has: workload) (did you mean 'workload'?)"));
 }
+
+TEST_CASE("load: one YAML document per file ('---' starts a second one)") {
+  const Spec one = workload_text("# a comment\n--- \nworkload: {rank_sizes: {M: 2}, einsums: [\"E[m] = A[m]\"]}\n");
+  CHECK(einsum_names(one) == std::vector<std::string>{"E"});
+  const auto e = th::spec_error([] { workload_text("workload: {einsums: []}\n---\nmapping: {nodes: []}\n"); });
+  CHECK(e.where().line == 2);
+  CHECK(e.message() == "a spec file holds one YAML document, not several ('---')");
+}

@@ -271,11 +271,34 @@ class Resolver {
 
 }  // namespace
 
+namespace {
+
+// The 1-based line of a "---" that starts a second document, or 0. (yaml-cpp's LoadAll
+// can loop forever on malformed input, so documents are counted here instead.)
+int second_document_line(const std::string& text) {
+  bool content = false;
+  int line = 1;
+  for (std::size_t start = 0; start <= text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view l(text.data() + start, end - start);
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker && content) return line;
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && l[first] != '#' && l[0] != '%') content = true;
+    if (marker && l.find_first_not_of(" \t\r", 3) != std::string_view::npos) content = true;  // "--- value"
+    start = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 SpecNodePtr parse_yaml(const RenderedTemplate& rendered, NodeBudget& budget) {
   const RenderedSource src{&rendered};
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(rendered.text);
+    doc = YAML::Load(rendered.text);
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
     throw SpecError(src.location(e.mark), "invalid YAML: lists and mappings nested too deeply (the limit is " +
                                               std::to_string(e.depth()) + " levels)");
@@ -283,15 +306,14 @@ SpecNodePtr parse_yaml(const RenderedTemplate& rendered, NodeBudget& budget) {
     const auto note = src.note(e.mark);
     throw SpecError(src.location(e.mark), "invalid YAML: " + e.msg + (note ? " (" + *note + ")" : ""));
   }
-  if (docs.size() > 1)
-    throw SpecError(src.location(docs[1].Mark()), "a spec file holds one YAML document, not several ('---')");
-  if (docs.empty()) {
-    auto empty = std::make_shared<SpecNode>();
-    empty->where = {rendered.files.at(0), 1, 1};
-    return empty;
+  if (const int line = second_document_line(rendered.text)) {
+    YAML::Mark mark;
+    mark.line = line - 1;
+    mark.column = 0;
+    throw SpecError(src.location(mark), "a spec file holds one YAML document, not several ('---')");
   }
   try {
-    return convert(docs[0], src, budget, 0);
+    return convert(doc, src, budget, 0);
   } catch (const YAML::Exception& e) {
     throw SpecError(src.location(e.mark), "invalid YAML: " + e.msg);
   }
