@@ -236,6 +236,8 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out;
 }
 
+std::string timesteps(std::int64_t n) { return std::to_string(n) + (n == 1 ? " timestep" : " timesteps"); }
+
 std::string pad(std::string s, std::size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
@@ -250,14 +252,14 @@ void node_text(const DescribedNode& n, int depth, std::string& out) {
       if (n.initial_tile_shape != n.tile_shape) line += " (first " + std::to_string(n.initial_tile_shape) + ")";
       line += "  " + std::to_string(n.iterations) + (n.iterations == 1 ? " iteration" : " iterations");
       if (n.kind == NodeKind::Temporal)
-        line += " x " + std::to_string(n.iteration_duration) + " = " + std::to_string(n.duration) + " timesteps";
+        line += " x " + std::to_string(n.iteration_duration) + " = " + timesteps(n.duration);
       else
-        line += " at once, " + std::to_string(n.duration) + " timesteps";
+        line += " at once, " + timesteps(n.duration);
       if (!n.name.empty()) line += "  [" + n.name + "]";
       break;
     case NodeKind::Storage:
       line += "Storage " + (n.level.empty() ? std::string("(no component)") : n.level) + ": " + join(n.tensors) +
-              "  (windows of " + std::to_string(n.duration) + " timesteps)";
+              "  (windows of " + timesteps(n.duration) + ")";
       break;
     case NodeKind::Compute:
       line += "Compute " + n.einsum + (n.component.empty() ? "" : " on " + n.component);
@@ -266,7 +268,7 @@ void node_text(const DescribedNode& n, int depth, std::string& out) {
       line += n.tag + " (ignored)";
       break;
     default:
-      line += n.tag + "  " + std::to_string(n.duration) + " timesteps";
+      line += n.tag + "  " + timesteps(n.duration);
   }
   out += line + "\n";
   // Inside a Nested each node is the child of the one before: indent after each loop.
@@ -397,7 +399,7 @@ std::string describe_text(const SpecDescription& d) {
   for (const auto& t : d.tensors)
     out += "  " + pad(t.name + "[" + join(t.ranks) + "]", tensor_width) + "  " + shape_text(t.shape) + "\n";
   if (d.mapping) {
-    out += "Mapping (" + std::to_string(d.n_timesteps) + " timesteps):\n";
+    out += "Mapping (" + timesteps(d.n_timesteps) + "):\n";
     int depth = 0;
     for (const auto& c : d.mapping->children) {
       node_text(c, depth, out);
