@@ -2,9 +2,10 @@
 # Runs one libFuzzer target until it has used CPU_SECONDS of CPU time (not wall time:
 # on a busy machine the two differ a lot), then stops it with SIGINT so it prints its
 # final statistics. The corpus lives in CORPUS_DIR (default /tmp/looptrace-fuzz/NAME),
-# seeded from ../shared/conformance/specs; crashes are written to CORPUS_DIR/../artifacts.
+# seeded from ../shared/conformance/specs and ../shared/accelforge-examples; crashes are
+# written to CORPUS_DIR/../artifacts.
 #
-# usage: fuzz/run.sh BUILD_DIR spec|expression|concise_einsum [CPU_SECONDS] [CORPUS_DIR]
+# usage: fuzz/run.sh BUILD_DIR spec|jinja|expression|concise_einsum [CPU_SECONDS] [CORPUS_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$1"; name="$2"; cpu="${3:-600}"
@@ -16,7 +17,7 @@ if [ ! -d "$seeds" ]; then
   python3 "$root/fuzz/make_corpus.py" "$root/../shared/conformance/specs" "$seeds"
 fi
 kind="$name"; [ "$name" = concise_einsum ] && kind=concise
-dict="$root/fuzz/expression.dict"; [ "$name" = spec ] && dict="$root/fuzz/spec.dict"
+dict="$root/fuzz/expression.dict"; [ "$name" = spec ] || [ "$name" = jinja ] && dict="$root/fuzz/spec.dict"
 mkdir -p "$corpus" "$(dirname "$corpus")/artifacts"
 "$exe" -print_final_stats=1 -dict="$dict" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
   -artifact_prefix="$(dirname "$corpus")/artifacts/" "$corpus" "$seeds/$kind" &

@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
+
+#include <unistd.h>
 
 #include "helpers.hpp"
 #include "looptrace/spec/load.hpp"
@@ -234,7 +239,7 @@ mapping:
   CHECK(std::string(looptrace::node_kind_name(NodeKind::Pipeline)) == "Pipeline");
 }
 
-TEST_CASE("load: a later file's top-level key replaces an earlier one's; other keys are ignored") {
+TEST_CASE("load: the first file that gives a top-level key wins, with a warning naming both") {
   const Spec s = load_spec_text({{"a.yaml", std::string(kWorkload) + kMapping + "arch: {x: 1}\n"},
                                  {"b.yaml", R"(
 renames: {anything: goes}
@@ -243,9 +248,17 @@ mapping:
   - !Temporal {rank_variable: m, tile_shape: 2}
   - !Compute {einsum: E}
 )"}});
-  REQUIRE(s.mapping.root.children.size() == 2);
-  CHECK(s.mapping.root.children[0].where.file == "b.yaml");
+  // a.yaml's mapping (one Compute), as AccelForge's Spec.from_yaml keeps the first.
+  REQUIRE(s.mapping.root.children.size() == 1);
+  CHECK(s.mapping.root.children[0].where.file == "a.yaml");
   CHECK(s.workload.where.file == "a.yaml");
+  CHECK(s.has_mapping);
+  CHECK(s.files == std::vector<std::string>{"a.yaml", "b.yaml"});
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].where.file == "b.yaml");
+  CHECK(s.warnings[0].where.line == 3);
+  CHECK(th::contains(s.warnings[0].message, "top-level key 'mapping' is ignored here: a.yaml (line 9) gives it first"));
+  CHECK(s.warnings[0].str().rfind("b.yaml:3:1: warning: ", 0) == 0);
 }
 
 TEST_CASE("load error: invalid YAML names file:line") {
@@ -482,4 +495,342 @@ TEST_CASE("load error: an undefined Jinja variable names the template line") {
   CHECK(e.where().file == "t.yaml");
   CHECK(e.where().line == 3);
   CHECK(th::contains(e.message(), "NOPE"));
+}
+
+// ---------------------------------------------------------------- AccelForge's dialect
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch folder of spec files, removed afterwards.
+class Files {
+ public:
+  Files() {
+    static int counter = 0;
+    root_ = fs::temp_directory_path() / ("looptrace-load-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(root_);
+  }
+  ~Files() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = root_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  std::string path(const std::string& name) const { return (root_ / name).string(); }
+
+ private:
+  fs::path root_;
+};
+
+Spec load_files(const std::vector<std::string>& files, const looptrace::JinjaVariables& vars = {}) {
+  looptrace::LoadOptions options;
+  options.require_mapping = false;
+  return looptrace::load_spec(files, vars, options);
+}
+
+looptrace::SpecError load_files_error(const std::vector<std::string>& files, const looptrace::JinjaVariables& vars = {}) {
+  return th::spec_error([&] { load_files(files, vars); });
+}
+
+// One in-memory file; a mapping is optional.
+Spec workload_text(const std::string& text, const looptrace::JinjaVariables& vars = {},
+                   const std::string& name = "w.yaml") {
+  looptrace::LoadOptions options;
+  options.require_mapping = false;
+  return load_spec_text({{name, text}}, vars, options);
+}
+
+std::vector<std::string> einsum_names(const Spec& s) {
+  std::vector<std::string> out;
+  for (const auto& e : s.workload.einsums) out.push_back(e.name);
+  return out;
+}
+
+std::int64_t extent(const Spec& s, const std::string& einsum, const std::string& var) {
+  const auto box = looptrace::einsum_box(s.workload, *s.workload.find_einsum(einsum));
+  for (std::size_t i = 0; i < box.variables.size(); ++i)
+    if (box.variables[i] == var) return box.extent[i];
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("load: include() with !include_loaded, add_to_path(), <<< of included rank sizes") {
+  Files f;
+  const std::string main = f.write("main.yaml", R"({{ add_to_path("lib") }}
+{% set A = include("attn.yaml", "") %}
+{% set F = include("ff.yaml", "workload") %}
+workload:
+  rank_sizes:
+    <<<: [{{A}}.workload.rank_sizes, {{F}}.rank_sizes]
+  einsums:
+  - {{A}}.workload.einsums
+  - {{F}}.einsums
+)");
+  f.write("lib/attn.yaml", "workload:\n  rank_sizes: {M: {{ M }}, K: 4}\n  einsums:\n  - \"Y[m] = X[m, k]\"\n");
+  f.write("lib/ff.yaml", "workload:\n  rank_sizes: {M: 999, N: 2}\n  einsums:\n  - \"Z[m, n] = Y[m] * W[n]\"\n");
+  const Spec s = load_files({main}, {{"M", 8}});
+  // The included lists nest in `einsums`; they are read in order.
+  CHECK(einsum_names(s) == std::vector<std::string>{"Y", "Z"});
+  // A list under <<< merges in order: the first file's M (8) wins over ff's 999.
+  CHECK(s.workload.rank_sizes == std::map<std::string, std::int64_t>{{"K", 4}, {"M", 8}, {"N", 2}});
+  CHECK(extent(s, "Y", "k") == 4);
+  CHECK(extent(s, "Z", "m") == 8);
+  CHECK(extent(s, "Z", "n") == 2);
+  // Nodes keep the file they were written in.
+  CHECK(s.workload.einsums[0].where.file == f.path("lib/attn.yaml"));
+  CHECK(s.workload.einsums[0].where.line == 4);
+  CHECK(s.warnings.empty());
+}
+
+TEST_CASE("load: includes resolve relative to the including file, then add_to_path folders") {
+  Files f;
+  const std::string main = f.write("main.yaml", "{% set S = include('sub/a.yaml') %}\nworkload: {{ S }}.workload\n");
+  f.write("sub/a.yaml", "{% set B = include('b.yaml') %}\nworkload: {{ B }}.workload\n");
+  f.write("sub/b.yaml", "workload:\n  rank_sizes: {M: 3}\n  einsums: [\"FromSub[m] = A[m]\"]\n");
+  f.write("b.yaml", "workload:\n  rank_sizes: {M: 3}\n  einsums: [\"FromTop[m] = A[m]\"]\n");
+  CHECK(einsum_names(load_files({main})) == std::vector<std::string>{"FromSub"});
+  // Found both next to the file and in an add_to_path() folder: include() wants one.
+  const std::string both = f.write("sub/both.yaml", "{{ add_to_path('..') }}{% set B = include('b.yaml') %}\nworkload: {{ B }}.workload\n");
+  const auto e = load_files_error({both});
+  CHECK(e.where().file == both);
+  CHECK(e.where().line == 1);
+  CHECK(th::contains(e.message(), "include('b.yaml') matches 2 files"));
+  CHECK(th::contains(e.message(), "use include_all() for several"));
+}
+
+TEST_CASE("load: an include cycle is an error naming the chain, not a hang") {
+  Files f;
+  const std::string a = f.write("a.yaml", "{% set B = include('b.yaml') %}\nworkload: {{ B }}.workload\n");
+  f.write("b.yaml", "\n{% set A = include('a.yaml') %}\nworkload: {{ A }}.workload\n");
+  const auto e = load_files_error({a});
+  CHECK(e.where().file == f.path("b.yaml"));
+  CHECK(e.where().line == 2);
+  CHECK(th::contains(e.message(), "include cycle: " + a + ", which includes " + f.path("b.yaml") + ", which includes " +
+                                      f.path("a.yaml")));
+  CHECK(th::contains(e.message(), "(included from " + a + ":1:1)"));
+  const std::string self = f.write("self.yaml", "{{ include_text('self.yaml') }}\n");
+  CHECK(th::contains(load_files_error({self}).message(), "include cycle"));
+}
+
+TEST_CASE("load: include_all() of a glob gives a list; nested Einsum lists flatten in order") {
+  Files f;
+  f.write("parts/p1.yaml", "einsums:\n- \"B[m] = A[m]\"\n- \"C[m] = B[m]\"\n");
+  f.write("parts/p2.yaml", "einsums:\n- \"D[m] = C[m]\"\n");
+  const std::string main = f.write("main.yaml", R"({% set P = include_all("parts/*.yaml", "einsums") %}
+workload:
+  rank_sizes: {M: 5}
+  einsums:
+  - "A[m] = Z[m]"
+  - {{ P }}
+)");
+  const Spec s = load_files({main});
+  CHECK(einsum_names(s) == std::vector<std::string>{"A", "B", "C", "D"});
+  CHECK(th::contains(load_files_error({f.write("none.yaml", "{% set P = include_all('nothing/*.yaml') %}\n")}).message(),
+                     "cannot find 'nothing/*.yaml'"));
+}
+
+TEST_CASE("load: include_text() pastes text; errors in it point into the pasted file") {
+  Files f;
+  f.write("frag.yaml", "workload:\n  rank_sizes: {M: 2}\n  einsums:\n  - name: E\n    tensor_acceses: []\n");
+  const std::string main = f.write("main.yaml", "# pasted below\n{{ include_text('frag.yaml') }}\n");
+  const auto e = load_files_error({main});
+  CHECK(e.where().file == f.path("frag.yaml"));
+  CHECK(e.where().line == 5);
+  CHECK(e.where().column == 5);
+  CHECK(th::contains(e.message(), "unknown key 'tensor_acceses' in an Einsum (did you mean 'tensor_accesses'?)"));
+  CHECK(th::contains(e.message(), "(included from " + main + ":2:1)"));
+  // Pasted text is rendered with the includer's variables (inherit_parse_data).
+  f.write("frag2.yaml", "workload:\n  rank_sizes: {M: {{ SIZE }}}\n  einsums: [\"E[m] = A[m]\"]\n");
+  const std::string main2 = f.write("main2.yaml", "{% set SIZE = 6 %}\n{{ include_text('frag2.yaml') }}\n");
+  CHECK(extent(load_files({main2}), "E", "m") == 6);
+}
+
+TEST_CASE("load: find_path(), find_paths(), path_exists() and cwd() as AccelForge defines them") {
+  Files f;
+  f.write("lib/cell.txt", "x");
+  const std::string dir = fs::weakly_canonical(f.path("")).string();
+  const std::string main = f.write("main.yaml", R"({{ add_to_path('lib') }}
+{% assert cwd() == ROOT, cwd() %}
+{% assert find_path('cell.txt') == ROOT ~ '/lib/cell.txt', find_path('cell.txt') %}
+{% assert find_paths('lib/*.txt') == [ROOT ~ '/lib/cell.txt'] %}
+{% assert path_exists('cell.txt') and not path_exists('nope.txt') %}
+workload:
+  rank_sizes: {M: 1}
+  einsums: ["E[m] = A[m]"]
+)");
+  CHECK(einsum_names(load_files({main}, {{"ROOT", dir}})) == std::vector<std::string>{"E"});
+  const std::string missing = f.write("missing.yaml", "\n{{ find_path('cel.txt') }}\n");
+  const auto e = load_files_error({missing});
+  CHECK(e.where().line == 2);
+  CHECK(th::contains(e.message(), "cannot find 'cel.txt'; looked for " + f.path("cel.txt")));
+}
+
+TEST_CASE("load: << merges shallowly, <<< recursively (mappings merge, lists join), !nomerge opts out") {
+  const Spec deep = workload_text(R"(
+workload:
+  <<<: {rank_sizes: {M: 2, N: 3}, einsums: ["A[m] = B[m]"]}
+  rank_sizes: {M: 5}
+  einsums: ["C[m, n] = A[m]"]
+)", {}, "w.yaml");
+  CHECK(einsum_names(deep) == std::vector<std::string>{"C", "A"});  // the node's own list first
+  CHECK(deep.workload.rank_sizes == std::map<std::string, std::int64_t>{{"M", 5}, {"N", 3}});
+
+  const Spec shallow = workload_text(R"(
+arch:
+  w: &w {rank_sizes: {M: 2, N: 3}, einsums: ["A[m] = B[m]"]}
+workload:
+  <<: *w
+  rank_sizes: {M: 5, N: 1}
+)", {}, "w.yaml");
+  CHECK(einsum_names(shallow) == std::vector<std::string>{"A"});  // taken whole from the anchor
+  CHECK(shallow.workload.rank_sizes == std::map<std::string, std::int64_t>{{"M", 5}, {"N", 1}});
+
+  const Spec kept = workload_text(R"(
+workload:
+  <<<: {rank_sizes: {M: 2}, einsums: ["A[m] = B[m]"]}
+  einsums: !nomerge ["C[m] = A[m]"]
+)", {}, "w.yaml");
+  CHECK(einsum_names(kept) == std::vector<std::string>{"C"});
+
+  auto e = th::spec_error([] { workload_text("workload:\n  <<: {a: 1}\n  <<<: {b: 2}\n", {}, "w.yaml"); });
+  CHECK(th::contains(e.message(), "only one '<<' or '<<<' key"));
+  e = th::spec_error([] { workload_text("workload:\n  einsums: []\n  <<<: 3\n", {}, "w.yaml"); });
+  CHECK(th::contains(e.message(), "'<<<' (at w.yaml:3:3) needs a mapping or a list of mappings"));
+}
+
+TEST_CASE("load: rank sizes are expressions: 128*32, 512 // 3, ceil(256*2/X), spec variables") {
+  const Spec s = workload_text(R"(
+variables:
+  size_v: 2 * 3
+workload:
+  rank_sizes:
+    M: 128*32
+    N: 512 // 3
+    X: {{ [8, 512] | min }}
+    XT: ceil(256*2/X)
+    V: size_v
+    F: 6.0
+  einsums: ["Z[m, n, x, xt, v, f] = A[m]"]
+)", {}, "w.yaml");
+  CHECK(s.workload.rank_sizes == std::map<std::string, std::int64_t>{
+                                     {"F", 6}, {"M", 4096}, {"N", 170}, {"V", 6}, {"X", 8}, {"XT", 64}});
+  struct Case {
+    const char* size;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"512/2", "rank size of 'M' must be an integer, not 256.0 (float, from '512/2'); use // for integer division"},
+      {"'12'", "rank size of 'M' is a quoted string ('12'); write a number or an expression"},
+      {"Q * 2", "rank size of 'M' ('Q * 2'): name 'Q' is not defined"},
+      {"M + 1", "rank size of 'M' depends on itself (M -> M)"},
+      {"0", "rank size of 'M' must be positive, not 0"},
+      {"3 +", "rank size of 'M' ('3 +'): unexpected end of tag"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.size);
+    const auto e = th::spec_error([&] {
+      workload_text(std::string("workload:\n  rank_sizes:\n    M: ") + c.size + "\n  einsums: [\"Z[m] = A[m]\"]\n", {}, "w.yaml");
+    });
+    CHECK(th::contains(e.message(), c.message));
+    CHECK(e.where().line == 3);
+    CHECK(e.where().column == 8);
+  }
+  // A name close to a rank size gets a suggestion.
+  const auto e = th::spec_error([] {
+    workload_text("workload:\n  rank_sizes: {XX: 4, M: ceil(8 / XY)}\n  einsums: [\"Z[m] = A[m]\"]\n", {}, "w.yaml");
+  });
+  CHECK(th::contains(e.message(), "name 'XY' is not defined (did you mean 'XX'?)"));
+}
+
+TEST_CASE("load: concise Einsums with + and a tensor named twice; `einsum:` with tensor_accesses") {
+  const Spec s = workload_text(R"(
+workload:
+  rank_sizes: {B: 1, D: 4, N: 2}
+  einsums:
+  - "H[b, d, n] = HX[b, d, n] + HH[b, d, n]"
+  - "L[b, d] = DX[b, d] * DX[b, d]"
+  - einsum: "Y[b, d] = L[b, d] * W[d]"
+    tensor_accesses:
+    - {name: W, bits_per_value: 4, persistent: True}
+)", {}, "w.yaml");
+  REQUIRE(s.workload.einsums.size() == 3);
+  CHECK(s.workload.einsums[0].accesses.size() == 3);  // HX, HH read; H written
+  REQUIRE(s.workload.einsums[1].accesses.size() == 2);  // DX read once
+  CHECK(s.workload.einsums[1].accesses[0].tensor == "DX");
+  CHECK(s.workload.einsums[2].accesses[1].tensor == "W");
+  auto e = th::spec_error([] {
+    workload_text("workload:\n  rank_sizes: {D: 4}\n  einsums:\n  - einsum: \"Y[d] = W[d]\"\n    tensor_accesses:\n"
+                  "    - {name: W, projection: [d]}\n", {}, "w.yaml");
+  });
+  CHECK(th::contains(e.message(), "tensor 'W' already has its projection from the Einsum 'Y[d] = W[d]'"));
+  CHECK(e.where().line == 6);
+  e = th::spec_error([] {
+    workload_text("workload:\n  rank_sizes: {D: 4}\n  einsums:\n  - einsum: \"Y[d] = W[d]\"\n    tensor_accesses:\n"
+                  "    - {name: Q, bits_per_value: 8}\n", {}, "w.yaml");
+  });
+  CHECK(th::contains(e.message(), "tensor 'Q' is not in the Einsum 'Y[d] = W[d]'"));
+}
+
+TEST_CASE("load: top-level keys are AccelForge's Spec keys; files read are named") {
+  auto e = th::spec_error([] { workload_text("worklaod:\n  einsums: []\n", {}, "w.yaml"); });
+  CHECK(e.where().file == "w.yaml");
+  CHECK(e.where().line == 1);
+  CHECK(th::contains(e.message(), "unknown top-level key 'worklaod' in w.yaml (did you mean 'workload'?)"));
+  CHECK(th::contains(e.message(), "a spec's top-level keys are: arch, config, mapper, mapping, model, renames"));
+  // Item 7 of issue 12: an empty file, a file holding only a mapping.
+  e = th::spec_error([] { load_spec_text({{"empty.yaml", ""}, {"m.yaml", kMapping}}); });
+  CHECK(e.message() == "no 'workload:' in the spec files empty.yaml, m.yaml (empty.yaml is empty)");
+  e = th::spec_error([] { load_spec_text({{"w.yaml", kWorkload}, {"c.yaml", "# only a comment\n"}}); });
+  CHECK(e.message() == "no 'mapping:' in the spec files w.yaml, c.yaml (c.yaml is empty)");
+  const Spec twice = load_spec_text({{"a.yaml", std::string(kWorkload) + kMapping}, {"a.yaml", "junk: ["}});
+  REQUIRE(twice.warnings.size() == 1);
+  CHECK(twice.warnings[0].message == "the file is given twice; it is read once");
+}
+
+TEST_CASE("load: a -D that no file uses is warned about, with the nearest used name") {
+  const std::string text = "{% set M = M | default(4) %}workload:\n  rank_sizes: {M: {{ M }}}\n  einsums: [\"E[m] = A[m]\"]\n";
+  looptrace::LoadOptions options;
+  options.require_mapping = false;
+  const Spec s = load_spec_text({{"w.yaml", text}}, {{"MM", 3}, {"M", 2}}, options);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].message == "-D MM is not used by any file");  // M is a -D too, so no suggestion
+  CHECK(s.workload.rank_sizes.at("M") == 2);
+  const Spec t = load_spec_text({{"w.yaml", text}}, {{"m", 3}}, options);
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(t.warnings[0].message == "-D m is not used by any file (did you mean 'M'?)");
+  CHECK(t.warnings[0].str() == "warning: -D m is not used by any file (did you mean 'M'?)");
+}
+
+TEST_CASE("load: errors inside included files say which file included them") {
+  Files f;
+  const std::string main = f.write("main.yaml", "\n{% set P = include('part.yaml', '', N=N) %}\nworkload: {{ P }}.workload\n");
+  f.write("part.yaml", "{% assert N > 2, 'N must exceed 2' %}\nworkload:\n  einsums: [\"E[m] = A[{{ undefined_x }}]\"]\n");
+  auto e = load_files_error({main}, {{"N", 1}});
+  CHECK(e.where().file == f.path("part.yaml"));
+  CHECK(e.where().line == 1);
+  CHECK(e.message() == "{% assert %} failed: N must exceed 2 (included from " + main + ":2:1)");
+  e = load_files_error({main}, {{"N", 3}});
+  CHECK(e.where().line == 3);
+  CHECK(e.message() == "undefined variable 'undefined_x' (included from " + main + ":2:1)");
+  const std::string bad = f.write("bad.yaml", "{% set P = include('part2.yaml') %}\nworkload: {{ P }}.workloads\n");
+  f.write("part2.yaml", "workload:\n  einsums: []\n");
+  e = load_files_error({bad});
+  CHECK(e.where().file == bad);
+  CHECK(e.where().line == 2);
+  CHECK(th::contains(e.message(), "!include_loaded bad_0.workloads: no key 'workloads' in " + f.path("part2.yaml") +
+                                      ":1:1 (included from " + bad + ":1:1) (it has: workload) (did you mean 'workload'?)"));
+}
+
+TEST_CASE("load: one YAML document per file ('---' starts a second one)") {
+  const Spec one = workload_text("# a comment\n--- \nworkload: {rank_sizes: {M: 2}, einsums: [\"E[m] = A[m]\"]}\n");
+  CHECK(einsum_names(one) == std::vector<std::string>{"E"});
+  const auto e = th::spec_error([] { workload_text("workload: {einsums: []}\n---\nmapping: {nodes: []}\n"); });
+  CHECK(e.where().line == 2);
+  CHECK(e.message() == "a spec file holds one YAML document, not several ('---')");
 }

@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <iostream>
+
 #include "looptrace/error.hpp"
 
 namespace looptrace::cli {
@@ -96,24 +98,19 @@ TraceOptions CommonArgs::resolved() const {
   return o;
 }
 
+void print_warnings(const Spec& spec) {
+  for (const auto& w : spec.warnings) std::cerr << "looptrace: " << w.str() << "\n";
+}
+
 Schedule CommonArgs::load() {
   JinjaVariables vars;
   for (const auto& d : defines) {
-    std::size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw SpecError("-D takes KEY=VALUE, not '" + d + "'");
-    JinjaValue value = jinja_value_from_text(d.substr(eq + 1));
-    // Digits that did not become an integer overflowed: say so, rather than let the
-    // template see a string.
-    const std::string text = d.substr(eq + 1);
-    const std::size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+');
-    if (std::holds_alternative<std::string>(value) && text.size() > sign &&
-        text.find_first_not_of("0123456789", sign) == std::string::npos)
-      throw SpecError("-D " + d.substr(0, eq) + "=" + text + ": the integer does not fit in 64 bits (" +
-                      "-9223372036854775808 to 9223372036854775807)");
-    vars[d.substr(0, eq)] = std::move(value);
+    auto [key, value] = parse_define(d);
+    vars[key] = std::move(value);  // a later -D of the same name wins
   }
-  return compile_schedule(load_spec(files, vars));
+  const Spec spec = load_spec(files, vars);
+  print_warnings(spec);
+  return compile_schedule(spec);
 }
 
 }  // namespace looptrace::cli

@@ -32,11 +32,15 @@ struct CommonArgs {
   TraceOptions resolved() const;
 };
 
+// Prints a spec's warnings (a top-level key given twice, a -D nothing used) to stderr.
+void print_warnings(const Spec& spec);
+
 void add_summary_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_iterations_command(CLI::App& app);
 void add_movement_command(CLI::App& app);
 void add_transfers_command(CLI::App& app);
+void add_describe_command(CLI::App& app);
 
 }  // namespace looptrace::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   looptrace::cli::add_movement_command(app);
   looptrace::cli::add_transfers_command(app);
   looptrace::cli::add_merge_command(app);
+  looptrace::cli::add_describe_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -40,18 +40,24 @@ class ConciseParser {
     expect_assignment();
     ConciseEinsum einsum;
     einsum.name = output.tensor;
-    std::vector<std::string> seen{output.tensor};
     do {
       skip_space();
       const std::size_t col = pos_;
-      einsum.accesses.push_back(tensor_ref());
-      const std::string& name = einsum.accesses.back().tensor;
-      if (std::find(seen.begin(), seen.end(), name) != seen.end())
-        throw ExpressionError(col, "tensor " + name + " appears twice");
-      seen.push_back(name);
-    } while (accept_star());
+      ConciseAccess input = tensor_ref();
+      if (input.tensor == output.tensor)
+        throw ExpressionError(col, "tensor " + input.tensor + " is both the output and an input");
+      // A tensor named twice on the right is read once (as AccelForge reads it).
+      auto same = std::find_if(einsum.accesses.begin(), einsum.accesses.end(),
+                               [&](const ConciseAccess& a) { return a.tensor == input.tensor; });
+      if (same == einsum.accesses.end()) {
+        einsum.accesses.push_back(std::move(input));
+      } else if (same->ranks != input.ranks || same->projection != input.projection) {
+        throw ExpressionError(col, "tensor " + input.tensor +
+                                       " appears twice with different indices; an Einsum reads a tensor once");
+      }
+    } while (accept_operator());
     skip_space();
-    if (pos_ < text_.size()) throw ExpressionError(pos_, unexpected("'*' or the end"));
+    if (pos_ < text_.size()) throw ExpressionError(pos_, unexpected("'*', '+' or the end"));
     einsum.accesses.push_back(std::move(output));
     return einsum;
   }
@@ -74,9 +80,12 @@ class ConciseParser {
     ++pos_;
   }
 
-  bool accept_star() {
+  // The operator between two tensors: `*` (a product) or `+`, `-`, `/`; every tensor
+  // on the right is read whatever joins them.
+  bool accept_operator() {
     skip_space();
-    if (pos_ >= text_.size() || text_[pos_] != '*') return false;
+    if (pos_ >= text_.size() || std::string_view("*+-/").find(text_[pos_]) == std::string_view::npos)
+      return false;
     ++pos_;
     return true;
   }

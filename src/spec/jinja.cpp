@@ -1,469 +1,28 @@
-// A small Jinja2 subset. It follows Jinja2's default Environment: no trim_blocks, no
-// lstrip_blocks, one trailing newline of the template dropped, `{%-`/`-%}` strip all
-// whitespace. It differs on purpose in one place: an undefined variable is an error
-// (StrictUndefined), because a typo in a spec should not silently render as "".
+// The Jinja2 template engine. It follows Jinja2's default Environment: no trim_blocks,
+// no lstrip_blocks, one trailing newline of the template dropped, `{%-`/`-%}` strip all
+// whitespace; and AccelForge's: StrictUndefined and the `{% assert %}` statement.
 #include "looptrace/spec/jinja.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <memory>
 #include <optional>
+
+#include "jinja_internal.hpp"
 
 namespace looptrace {
 
+using namespace jinja;
+
+const JinjaValue* JinjaCall::kwarg(std::string_view name) const {
+  for (const auto& [k, v] : kwargs)
+    if (k == name) return &v;
+  return nullptr;
+}
+
 namespace {
 
-constexpr int kMaxNesting = 100;               // block nesting and parentheses
-constexpr int kMaxExprDepth = 1000;            // expression tree depth (eval recursion)
 // Rendered bytes. yaml-cpp spends a few hundred bytes a node, and "[1,1,...]" is a
 // node every two bytes: 8 MiB of YAML can take ~1 GiB to load. Real specs are kilobytes.
 constexpr std::size_t kMaxOutput = 8u << 20;
-constexpr std::size_t kMaxString = 16u << 20;   // one string value
-
-// A problem inside a tag; the renderer adds the tag's location.
-struct TagProblem : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// ---------------------------------------------------------------- values
-
-bool truthy(const JinjaValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
-  if (const auto* b = std::get_if<bool>(&v)) return *b;
-  return !std::get<std::string>(v).empty();
-}
-
-// What `{{ }}` prints: Python's str().
-std::string to_text(const JinjaValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? "True" : "False";
-  return std::get<std::string>(v);
-}
-
-// Python treats booleans as integers in arithmetic.
-std::int64_t to_int(const JinjaValue& v, std::string_view op) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? 1 : 0;
-  throw TagProblem("unsupported operand for '" + std::string(op) + "': a string");
-}
-
-std::int64_t floor_div(std::int64_t x, std::int64_t y) {
-  if (y == 0) throw TagProblem("division by zero");
-  if (x == INT64_MIN && y == -1) throw TagProblem("integer overflow");
-  std::int64_t q = x / y;
-  if (x % y != 0 && ((x < 0) != (y < 0))) --q;
-  return q;
-}
-
-std::int64_t floor_mod(std::int64_t x, std::int64_t y) {
-  if (y == 0) throw TagProblem("division by zero");
-  if (y == -1) return 0;  // x % -1 overflows for INT64_MIN in C++
-  std::int64_t r = x % y;
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
-}
-
-JinjaValue arithmetic(const std::string& op, const JinjaValue& a, const JinjaValue& b) {
-  const auto* sa = std::get_if<std::string>(&a);
-  const auto* sb = std::get_if<std::string>(&b);
-  if (op == "+" && sa && sb) {
-    if (sa->size() + sb->size() > kMaxString) throw TagProblem("string too long");
-    return *sa + *sb;
-  }
-  const std::int64_t x = to_int(a, op);
-  const std::int64_t y = to_int(b, op);
-  std::int64_t r = 0;
-  bool overflow = false;
-  if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
-  else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
-  else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
-  else if (op == "//") r = floor_div(x, y);
-  else r = floor_mod(x, y);
-  if (overflow) throw TagProblem("integer overflow");
-  return r;
-}
-
-bool values_equal(const JinjaValue& a, const JinjaValue& b) {
-  const auto* sa = std::get_if<std::string>(&a);
-  const auto* sb = std::get_if<std::string>(&b);
-  if (sa || sb) return sa && sb && *sa == *sb;
-  return to_int(a, "==") == to_int(b, "==");
-}
-
-bool compare(const std::string& op, const JinjaValue& a, const JinjaValue& b) {
-  if (op == "==") return values_equal(a, b);
-  if (op == "!=") return !values_equal(a, b);
-  const auto* sa = std::get_if<std::string>(&a);
-  const auto* sb = std::get_if<std::string>(&b);
-  if ((sa == nullptr) != (sb == nullptr))
-    throw TagProblem("cannot compare a string with a number using '" + op + "'");
-  const int c = sa ? sa->compare(*sb) : (to_int(a, op) < to_int(b, op) ? -1 : to_int(a, op) > to_int(b, op));
-  if (op == "<") return c < 0;
-  if (op == "<=") return c <= 0;
-  if (op == ">") return c > 0;
-  return c >= 0;
-}
-
-// ---------------------------------------------------------------- expression tokens
-
-enum class Tok { Int, Str, Name, Op, End };
-
-struct Token {
-  Tok kind;
-  std::string text;  // operator, name or string contents
-  std::int64_t value = 0;
-};
-
-std::int64_t lex_int(std::string_view s, std::size_t& i) {
-  std::int64_t value = 0;
-  for (; i < s.size() && (is_digit(s[i]) || (s[i] == '_' && i + 1 < s.size() && is_digit(s[i + 1]))); ++i) {
-    if (s[i] == '_') continue;  // Python/Jinja digit separators: 1_000
-    if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, s[i] - '0', &value))
-      throw TagProblem("integer literal too large");
-  }
-  if (i + 1 < s.size() && s[i] == '.' && is_digit(s[i + 1]))
-    throw TagProblem("floating-point numbers are not supported");
-  return value;
-}
-
-std::string lex_string(std::string_view s, std::size_t& i) {
-  const char quote = s[i++];
-  std::string out;
-  for (; i < s.size() && s[i] != quote; ++i) {
-    if (s[i] != '\\' || i + 1 >= s.size()) {
-      out += s[i];
-      continue;
-    }
-    const char e = s[++i];
-    out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-  }
-  if (i >= s.size()) throw TagProblem("unterminated string literal");
-  ++i;
-  return out;
-}
-
-std::string lex_operator(std::string_view s, std::size_t i) {
-  static constexpr std::string_view kTwo[] = {"//", "==", "!=", "<=", ">=", "**"};
-  for (std::string_view op : kTwo)
-    if (s.substr(i, 2) == op) return std::string(op);
-  static constexpr std::string_view kOne = "+-*/%<>()|,=.[]{}:~";
-  if (kOne.find(s[i]) != std::string_view::npos) return std::string(1, s[i]);
-  throw TagProblem(std::string("unexpected character '") + s[i] + "'");
-}
-
-std::vector<Token> tokenize(std::string_view s) {
-  std::vector<Token> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (is_space(c)) {
-      ++i;
-    } else if (is_digit(c)) {
-      const std::int64_t v = lex_int(s, i);
-      out.push_back({Tok::Int, {}, v});
-    } else if (c == '\'' || c == '"') {
-      out.push_back({Tok::Str, lex_string(s, i)});
-    } else if (is_ident_start(c)) {
-      const std::size_t start = i;
-      while (i < s.size() && is_ident_char(s[i])) ++i;
-      out.push_back({Tok::Name, std::string(s.substr(start, i - start))});
-    } else {
-      out.push_back({Tok::Op, lex_operator(s, i)});
-      i += out.back().text.size();
-    }
-  }
-  out.push_back({Tok::End, {}});
-  return out;
-}
-
-std::string describe(const Token& t) {
-  switch (t.kind) {
-    case Tok::Int: return std::to_string(t.value);
-    case Tok::Str: return "string '" + t.text + "'";
-    case Tok::End: return "end of tag";
-    default: return "'" + t.text + "'";
-  }
-}
-
-// ---------------------------------------------------------------- expression trees
-
-enum class ExprKind { Literal, Variable, Unary, Binary, Compare, Default };
-
-struct Expr;
-using ExprPtr = std::unique_ptr<Expr>;
-
-struct Expr {
-  ExprKind kind;
-  std::string op;  // operator, or the variable's name
-  JinjaValue value;
-  std::vector<ExprPtr> children;
-  std::vector<std::string> comparisons;  // Compare: between adjacent children
-  int depth = 1;
-};
-
-ExprPtr make_expr(ExprKind kind, std::string op, std::vector<ExprPtr> children) {
-  auto e = std::make_unique<Expr>();
-  e->kind = kind;
-  e->op = std::move(op);
-  for (const auto& child : children) e->depth = std::max(e->depth, child->depth + 1);
-  // Long operator chains build deep trees; evaluation recurses over them.
-  if (e->depth > kMaxExprDepth) throw TagProblem("expression too long");
-  e->children = std::move(children);
-  return e;
-}
-
-ExprPtr make_literal(JinjaValue value) {
-  auto e = make_expr(ExprKind::Literal, {}, {});
-  e->value = std::move(value);
-  return e;
-}
-
-template <class... Children>
-std::vector<ExprPtr> list(Children&&... children) {
-  std::vector<ExprPtr> out;
-  (out.push_back(std::move(children)), ...);
-  return out;
-}
-
-bool is_keyword(std::string_view name) {
-  return name == "and" || name == "or" || name == "not" || name == "in" || name == "if" ||
-         name == "else" || name == "is";
-}
-
-// Recursive descent with Jinja2's precedence: or < and < not < comparisons < + - <
-// * // % < unary - < filters (which bind to the unary operand, as `(-x)|f`).
-class ExprParser {
- public:
-  explicit ExprParser(std::string_view text) : tokens_(tokenize(text)) {}
-
-  const Token& peek() const { return tokens_[pos_]; }
-  Token next() { return pos_ + 1 < tokens_.size() ? tokens_[pos_++] : tokens_[pos_]; }
-  bool at_end() const { return peek().kind == Tok::End; }
-
-  bool accept_op(std::string_view op) {
-    if (peek().kind != Tok::Op || peek().text != op) return false;
-    ++pos_;
-    return true;
-  }
-  void expect_op(std::string_view op) {
-    if (!accept_op(op)) throw TagProblem("expected '" + std::string(op) + "' but found " + describe(peek()));
-  }
-  bool accept_name(std::string_view name) {
-    if (peek().kind != Tok::Name || peek().text != name) return false;
-    ++pos_;
-    return true;
-  }
-  std::string expect_identifier(std::string_view what) {
-    if (peek().kind != Tok::Name || is_keyword(peek().text))
-      throw TagProblem("expected " + std::string(what) + " but found " + describe(peek()));
-    return next().text;
-  }
-  void expect_end() const {
-    if (!at_end()) throw TagProblem("unexpected " + describe(peek()));
-  }
-
-  ExprPtr expression() { return or_expr(); }
-
- private:
-  struct DepthGuard {
-    explicit DepthGuard(int& depth) : depth_(depth) {
-      if (++depth_ > kMaxNesting) throw TagProblem("expression nested too deeply");
-    }
-    ~DepthGuard() { --depth_; }
-    int& depth_;
-  };
-
-  ExprPtr or_expr() {
-    ExprPtr lhs = and_expr();
-    while (accept_name("or")) lhs = make_expr(ExprKind::Binary, "or", list(std::move(lhs), and_expr()));
-    return lhs;
-  }
-
-  ExprPtr and_expr() {
-    ExprPtr lhs = not_expr();
-    while (accept_name("and")) lhs = make_expr(ExprKind::Binary, "and", list(std::move(lhs), not_expr()));
-    return lhs;
-  }
-
-  ExprPtr not_expr() {
-    if (!accept_name("not")) return comparison();
-    DepthGuard guard(depth_);
-    return make_expr(ExprKind::Unary, "not", list(not_expr()));
-  }
-
-  static bool is_comparison(const Token& t) {
-    return t.kind == Tok::Op && (t.text == "==" || t.text == "!=" || t.text == "<" ||
-                                 t.text == "<=" || t.text == ">" || t.text == ">=");
-  }
-
-  // Python chains: a < b <= c means a < b and b <= c.
-  ExprPtr comparison() {
-    ExprPtr first = additive();
-    if (!is_comparison(peek())) return first;
-    std::vector<ExprPtr> operands = list(std::move(first));
-    std::vector<std::string> ops;
-    while (is_comparison(peek())) {
-      ops.push_back(next().text);
-      operands.push_back(additive());
-    }
-    ExprPtr e = make_expr(ExprKind::Compare, {}, std::move(operands));
-    e->comparisons = std::move(ops);
-    return e;
-  }
-
-  ExprPtr additive() {
-    ExprPtr lhs = multiplicative();
-    while (peek().kind == Tok::Op && (peek().text == "+" || peek().text == "-")) {
-      std::string op = next().text;
-      lhs = make_expr(ExprKind::Binary, std::move(op), list(std::move(lhs), multiplicative()));
-    }
-    return lhs;
-  }
-
-  ExprPtr multiplicative() {
-    ExprPtr lhs = unary(true);
-    for (;;) {
-      const Token& t = peek();
-      if (t.kind != Tok::Op) return lhs;
-      if (t.text == "/") throw TagProblem("'/' gives a float; use '//' for integer division");
-      if (t.text == "**") throw TagProblem("'**' is not supported");
-      if (t.text != "*" && t.text != "//" && t.text != "%") return lhs;
-      std::string op = next().text;
-      lhs = make_expr(ExprKind::Binary, std::move(op), list(std::move(lhs), unary(true)));
-    }
-  }
-
-  ExprPtr unary(bool with_filters) {
-    ExprPtr e;
-    if (peek().kind == Tok::Op && (peek().text == "-" || peek().text == "+")) {
-      DepthGuard guard(depth_);
-      std::string op = next().text;
-      e = make_expr(ExprKind::Unary, std::move(op), list(unary(false)));
-    } else {
-      e = primary();
-    }
-    return with_filters ? filters(std::move(e)) : std::move(e);
-  }
-
-  ExprPtr primary() {
-    const Token t = next();
-    if (t.kind == Tok::Int) return make_literal(t.value);
-    if (t.kind == Tok::Str) return make_literal(t.text);
-    if (t.kind == Tok::Op && t.text == "(") {
-      DepthGuard guard(depth_);
-      ExprPtr inner = expression();
-      expect_op(")");
-      return inner;
-    }
-    if (t.kind != Tok::Name || is_keyword(t.text)) throw TagProblem("unexpected " + describe(t));
-    if (t.text == "true" || t.text == "True") return make_literal(true);
-    if (t.text == "false" || t.text == "False") return make_literal(false);
-    if (peek().kind == Tok::Op && peek().text == "(") {
-      if (t.text == "range") throw TagProblem("range() is only supported in a for loop");
-      throw TagProblem("unknown function '" + t.text + "'");
-    }
-    return make_expr(ExprKind::Variable, t.text, {});
-  }
-
-  // `| default(value[, boolean])` (alias `d`); the only filter the specs use.
-  ExprPtr filters(ExprPtr e) {
-    while (accept_op("|")) {
-      const std::string name = expect_identifier("a filter name");
-      if (name != "default" && name != "d") throw TagProblem("unknown filter '" + name + "'");
-      expect_op("(");
-      std::vector<ExprPtr> args = list(std::move(e), expression());
-      if (accept_op(",")) args.push_back(expression());
-      expect_op(")");
-      e = make_expr(ExprKind::Default, name, std::move(args));
-    }
-    return e;
-  }
-
-  std::vector<Token> tokens_;
-  std::size_t pos_ = 0;
-  int depth_ = 0;
-};
-
-// ---------------------------------------------------------------- scopes and evaluation
-
-class Scopes {
- public:
-  explicit Scopes(const JinjaVariables& base) : base_(base), frames_(1) {}
-
-  const JinjaValue* find(std::string_view name) const {
-    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
-      if (auto found = it->find(name); found != it->end()) return &found->second;
-    }
-    auto found = base_.find(name);
-    return found == base_.end() ? nullptr : &found->second;
-  }
-  void set(const std::string& name, JinjaValue value) { frames_.back()[name] = std::move(value); }
-  void push() { frames_.emplace_back(); }
-  void pop() { frames_.pop_back(); }
-
- private:
-  const JinjaVariables& base_;
-  std::vector<JinjaVariables> frames_;
-};
-
-JinjaValue eval(const Expr& e, const Scopes& scopes);
-
-JinjaValue eval_unary(const Expr& e, const Scopes& scopes) {
-  const JinjaValue v = eval(*e.children[0], scopes);
-  if (e.op == "not") return !truthy(v);
-  const std::int64_t x = to_int(v, e.op);
-  if (e.op == "+") return x;
-  std::int64_t r;
-  if (__builtin_sub_overflow(std::int64_t{0}, x, &r)) throw TagProblem("integer overflow");
-  return r;
-}
-
-// `and`/`or` short-circuit and return an operand, as in Python.
-JinjaValue eval_binary(const Expr& e, const Scopes& scopes) {
-  JinjaValue lhs = eval(*e.children[0], scopes);
-  if (e.op == "and") return truthy(lhs) ? eval(*e.children[1], scopes) : lhs;
-  if (e.op == "or") return truthy(lhs) ? lhs : eval(*e.children[1], scopes);
-  return arithmetic(e.op, lhs, eval(*e.children[1], scopes));
-}
-
-JinjaValue eval_compare(const Expr& e, const Scopes& scopes) {
-  JinjaValue lhs = eval(*e.children[0], scopes);
-  for (std::size_t i = 0; i < e.comparisons.size(); ++i) {
-    JinjaValue rhs = eval(*e.children[i + 1], scopes);
-    if (!compare(e.comparisons[i], lhs, rhs)) return false;
-    lhs = std::move(rhs);
-  }
-  return true;
-}
-
-// Only a plain undefined variable falls back, as with Jinja2's Undefined.
-JinjaValue eval_default(const Expr& e, const Scopes& scopes) {
-  const Expr& operand = *e.children[0];
-  const bool undefined = operand.kind == ExprKind::Variable && scopes.find(operand.op) == nullptr;
-  if (undefined) return eval(*e.children[1], scopes);
-  JinjaValue v = eval(operand, scopes);
-  const bool falsy_counts = e.children.size() > 2 && truthy(eval(*e.children[2], scopes));
-  return falsy_counts && !truthy(v) ? eval(*e.children[1], scopes) : v;
-}
-
-JinjaValue eval(const Expr& e, const Scopes& scopes) {
-  switch (e.kind) {
-    case ExprKind::Literal: return e.value;
-    case ExprKind::Variable:
-      if (const JinjaValue* v = scopes.find(e.op)) return *v;
-      throw TagProblem("undefined variable '" + e.op + "'");
-    case ExprKind::Unary: return eval_unary(e, scopes);
-    case ExprKind::Binary: return eval_binary(e, scopes);
-    case ExprKind::Compare: return eval_compare(e, scopes);
-    case ExprKind::Default: return eval_default(e, scopes);
-  }
-  return {};
-}
 
 // ---------------------------------------------------------------- template lexing
 
@@ -487,7 +46,7 @@ class LineTable {
     return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin());
   }
   int column_of(std::size_t offset) const {
-    return static_cast<int>(offset - starts_[line_of(offset) - 1]) + 1;
+    return static_cast<int>(offset - starts_[std::size_t(line_of(offset) - 1)]) + 1;
   }
 
  private:
@@ -543,10 +102,18 @@ class TemplateLexer {
     throw SpecError({filename_, lines_.line_of(offset), lines_.column_of(offset)}, message);
   }
 
-  // Finds `closer` outside string literals, so `{{ '}}' }}` works.
+  // Finds `closer` outside string literals and brackets, so `{{ '}}' }}` and
+  // `{{ {'a': {'b': 1}} }}` work, as Jinja2's lexer balances them.
   std::size_t find_close(std::size_t from, std::string_view closer, bool quotes, std::size_t open) const {
+    int depth = 0;
+    bool closer_in_brackets = false;
     for (std::size_t i = from; i < src_.size(); ++i) {
-      if (src_.compare(i, closer.size(), closer) == 0) return i;
+      if (src_.compare(i, closer.size(), closer) == 0) {
+        if (depth == 0) return i;
+        closer_in_brackets = true;
+      }
+      if (quotes && (src_[i] == '(' || src_[i] == '[' || src_[i] == '{')) ++depth;
+      if (quotes && depth > 0 && (src_[i] == ')' || src_[i] == ']' || src_[i] == '}')) --depth;
       if (quotes && (src_[i] == '\'' || src_[i] == '"')) {
         const char quote = src_[i];
         for (++i; i < src_.size() && src_[i] != quote; ++i)
@@ -554,7 +121,8 @@ class TemplateLexer {
         if (i >= src_.size()) fail(open, "unterminated string literal in tag");
       }
     }
-    fail(open, "'" + src_.substr(open, 2) + "' is not closed by '" + std::string(closer) + "'");
+    fail(open, "'" + src_.substr(open, 2) + "' is not closed by '" + std::string(closer) + "'" +
+                   (closer_in_brackets ? " (a bracket in it is not closed)" : ""));
   }
 
   // Lexes the tag at `open`; returns the offset after it.
@@ -563,17 +131,48 @@ class TemplateLexer {
     const std::string closer = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
     std::size_t begin = open + 2;
     const bool strip_before = begin < src_.size() && src_[begin] == '-';
-    if (strip_before || (kind == '%' && begin < src_.size() && src_[begin] == '+')) ++begin;
+    if (strip_before || (kind != '{' && begin < src_.size() && src_[begin] == '+')) ++begin;
     const std::size_t close = find_close(begin, closer, kind != '#', open);
     std::size_t end = close;
     const bool strip_after = end > begin && src_[end - 1] == '-';
     if (strip_after || (kind == '%' && end > begin && src_[end - 1] == '+')) --end;
     if (strip_before) rstrip_previous_text();
-    if (kind != '#')
-      pieces_.push_back({kind == '{' ? PieceKind::Output : PieceKind::Statement, begin, end, open});
     std::size_t after = close + 2;
     while (strip_after && after < src_.size() && is_space(src_[after])) ++after;
+    if (kind == '%' && keyword(begin, end) == "raw") return raw(open, after);
+    if (kind != '#')
+      pieces_.push_back({kind == '{' ? PieceKind::Output : PieceKind::Statement, begin, end, open});
     return after;
+  }
+
+  std::string_view keyword(std::size_t begin, std::size_t end) const {
+    while (begin < end && is_space(src_[begin])) ++begin;
+    while (end > begin && is_space(src_[end - 1])) --end;
+    return std::string_view(src_).substr(begin, end - begin);
+  }
+
+  // `{% raw %}...{% endraw %}`: the text between, verbatim.
+  std::size_t raw(std::size_t open, std::size_t from) {
+    for (std::size_t i = src_.find("{%", from); i != std::string::npos; i = src_.find("{%", i + 1)) {
+      std::size_t k = i + 2;
+      const bool strip_before = k < src_.size() && src_[k] == '-';
+      if (strip_before || (k < src_.size() && src_[k] == '+')) ++k;
+      while (k < src_.size() && is_space(src_[k])) ++k;
+      if (src_.compare(k, 6, "endraw") != 0) continue;
+      k += 6;
+      while (k < src_.size() && is_space(src_[k])) ++k;
+      const bool strip_after = k < src_.size() && src_[k] == '-';
+      if (strip_after) ++k;
+      if (src_.compare(k, 2, "%}") != 0) continue;
+      std::size_t text_end = i;
+      if (strip_before)
+        while (text_end > from && is_space(src_[text_end - 1])) --text_end;
+      push_text(from, text_end);
+      std::size_t after = k + 2;
+      while (strip_after && after < src_.size() && is_space(src_[after])) ++after;
+      return after;
+    }
+    fail(open, "'{% raw %}' is not closed by '{% endraw %}'");
   }
 
   void rstrip_previous_text() {
@@ -601,8 +200,9 @@ struct OutputNode {
   ExprPtr expr;
 };
 struct ForNode {
-  std::string variable;
-  std::vector<ExprPtr> range_args;
+  std::vector<std::string> targets;
+  bool unpack = false;  // `for k, v in ...`
+  ExprPtr iterable, condition;
   Body body, else_body;
 };
 struct IfNode {
@@ -611,13 +211,26 @@ struct IfNode {
   Body else_body;
 };
 struct SetNode {
-  std::string name;
+  std::vector<std::string> targets;
+  bool unpack = false;
+  std::string attribute;  // `set ns.attribute = ...`
   ExprPtr value;
+};
+struct BlockSetNode {
+  std::string target;
+  Body body;
+};
+struct WithNode {
+  std::vector<std::pair<std::string, ExprPtr>> assignments;
+  Body body;
+};
+struct AssertNode {
+  ExprPtr condition, message;
 };
 
 struct Node {
   std::size_t tag;  // source offset, for error locations
-  std::variant<TextNode, OutputNode, ForNode, IfNode, SetNode> content;
+  std::variant<TextNode, OutputNode, ForNode, IfNode, SetNode, BlockSetNode, WithNode, AssertNode> content;
 };
 
 class TemplateParser {
@@ -637,12 +250,12 @@ class TemplateParser {
     throw SpecError({filename_, lines_.line_of(offset), lines_.column_of(offset)}, message);
   }
 
-  // Runs `f`, blaming its TagProblem on the tag at `tag`.
+  // Runs `f`, blaming its JinjaError on the tag at `tag`.
   template <class F>
   void at_tag(std::size_t tag, F&& f) const {
     try {
       f();
-    } catch (const TagProblem& problem) {
+    } catch (const JinjaError& problem) {
       fail(tag, problem.what());
     }
   }
@@ -667,7 +280,7 @@ class TemplateParser {
         } else if (auto stop = statement(piece, out, stops, depth)) {
           return *stop;
         }
-      } catch (const TagProblem& problem) {
+      } catch (const JinjaError& problem) {
         fail(piece.tag, problem.what());
       }
     }
@@ -676,8 +289,8 @@ class TemplateParser {
 
   ExprPtr parse_output(const Piece& piece) {
     ExprParser parser(inside(piece));
-    if (parser.at_end()) throw TagProblem("empty expression");
-    ExprPtr e = parser.expression();
+    if (parser.at_end()) throw JinjaError("empty expression");
+    ExprPtr e = parser.tuple();
     parser.expect_end();
     return e;
   }
@@ -686,36 +299,45 @@ class TemplateParser {
                                        std::initializer_list<std::string_view> stops, int depth) {
     auto tokens = std::make_unique<ExprParser>(inside(piece));
     ExprParser& parser = *tokens;
-    if (parser.peek().kind != Tok::Name) throw TagProblem("expected a statement name");
+    if (parser.peek().kind != Tok::Name) throw JinjaError("expected a statement name");
     const std::string keyword = parser.next().text;
     if (std::find(stops.begin(), stops.end(), keyword) != stops.end()) {
       stop_tokens_ = std::move(tokens);  // the enclosing block reads the rest (an elif's condition)
       return keyword;
     }
-    if (depth >= kMaxNesting && (keyword == "for" || keyword == "if"))
-      throw TagProblem("blocks nested too deeply");
+    const bool block = keyword == "for" || keyword == "if" || keyword == "with" ||
+                       (keyword == "set" && !inside(piece).empty() && inside(piece).find('=') == std::string_view::npos);
+    if (depth >= kMaxNesting && block) throw JinjaError("blocks nested too deeply");
     if (keyword == "for") out.push_back({piece.tag, parse_for(parser, piece, depth + 1)});
     else if (keyword == "if") out.push_back({piece.tag, parse_if(parser, piece, depth + 1)});
-    else if (keyword == "set") out.push_back({piece.tag, parse_set(parser)});
-    else if (keyword == "endfor" || keyword == "endif" || keyword == "elif" || keyword == "else")
-      throw TagProblem("unexpected '{% " + keyword + " %}'");
+    else if (keyword == "set") parse_set(parser, piece, out, depth + 1);
+    else if (keyword == "with") out.push_back({piece.tag, parse_with(parser, piece, depth + 1)});
+    else if (keyword == "assert") out.push_back({piece.tag, parse_assert(parser)});
+    else if (keyword == "endfor" || keyword == "endif" || keyword == "elif" || keyword == "else" ||
+             keyword == "endset" || keyword == "endwith" || keyword == "endraw")
+      throw JinjaError("unexpected '{% " + keyword + " %}'");
+    else if (keyword == "include")
+      throw JinjaError("'{% include %}' is not supported; use {{ include_text('file.yaml') }} or include()");
+    else if (keyword == "macro" || keyword == "call" || keyword == "filter" || keyword == "block" ||
+             keyword == "extends" || keyword == "import" || keyword == "from" || keyword == "do" ||
+             keyword == "break" || keyword == "continue")
+      throw JinjaError("'{% " + keyword + " %}' is not supported");
     else
-      throw TagProblem("unknown statement '" + keyword + "'");
+      throw JinjaError("unknown statement '" + keyword + "'" +
+                       did_you_mean(keyword, {"for", "if", "set", "with", "assert", "raw"}));
     return std::nullopt;
   }
 
-  // for NAME in range(a[, b[, step]])
+  // for TARGETS in ITERABLE [if CONDITION]
   ForNode parse_for(ExprParser& parser, const Piece& piece, int depth) {
     ForNode node;
-    node.variable = parser.expect_identifier("a loop variable");
-    if (!parser.accept_name("in")) throw TagProblem("expected 'in' after the loop variable");
-    if (!parser.accept_name("range")) throw TagProblem("only 'for ... in range(...)' loops are supported");
-    parser.expect_op("(");
-    do node.range_args.push_back(parser.expression());
-    while (node.range_args.size() < 4 && parser.accept_op(","));
-    parser.expect_op(")");
+    node.targets = parser.targets("in");
+    node.unpack = node.targets.size() > 1 || inside(piece).find(',') < inside(piece).find(" in ");
+    if (!parser.accept_name("in")) throw JinjaError("expected 'in' after the loop variable");
+    node.iterable = parser.tuple(false, {"if", "recursive"});
+    if (parser.accept_name("if")) node.condition = parser.expression();
+    if (parser.at_name("recursive")) throw JinjaError("recursive loops are not supported");
     parser.expect_end();
-    if (node.range_args.size() > 3) throw TagProblem("range() takes 1 to 3 arguments");
     std::string stop = parse_body(node.body, {"endfor", "else"}, depth);
     if (stop == "else") {
       expect_stop_end();
@@ -734,7 +356,7 @@ class TemplateParser {
     for (;;) {
       ExprPtr e;
       at_tag(branch_tag, [&] {
-        e = condition->expression();
+        e = condition->tuple();
         condition->expect_end();
       });
       node.branches.emplace_back(std::move(e), Body{});
@@ -755,11 +377,60 @@ class TemplateParser {
     }
   }
 
-  SetNode parse_set(ExprParser& parser) {
+  // set NAME = e | set A, B = e | set NS.ATTR = e | set NAME %}...{% endset
+  void parse_set(ExprParser& parser, const Piece& piece, Body& out, int depth) {
     SetNode node;
-    node.name = parser.expect_identifier("a variable name");
-    if (!parser.accept_op("=")) throw TagProblem("expected '=' in '{% set %}' (block set is not supported)");
-    node.value = parser.expression();
+    std::string first = parser.expect_identifier("a variable name");
+    if (parser.accept_op(".")) {
+      node.targets = {first};
+      node.attribute = parser.expect_identifier("an attribute name");
+    } else {
+      node.targets = {first};
+      while (parser.accept_op(",")) {
+        node.unpack = true;
+        if (parser.at_op("=")) break;
+        node.targets.push_back(parser.expect_identifier("a variable name"));
+      }
+    }
+    if (!parser.accept_op("=")) {
+      if (node.targets.size() != 1 || !node.attribute.empty() || node.unpack)
+        throw JinjaError("expected '=' in '{% set %}'");
+      if (!parser.at_end()) {
+        if (parser.at_op("|")) throw JinjaError("filters on a block '{% set %}' are not supported");
+        throw JinjaError("expected '=' in '{% set %}' but found " + describe(parser.peek()));
+      }
+      BlockSetNode block{first, {}};
+      if (parse_body(block.body, {"endset"}, depth).empty())
+        fail(piece.tag, "'{% set " + first + " %}' is not closed by '{% endset %}'");
+      expect_stop_end();
+      out.push_back({piece.tag, std::move(block)});
+      return;
+    }
+    node.value = parser.tuple();
+    parser.expect_end();
+    out.push_back({piece.tag, std::move(node)});
+  }
+
+  WithNode parse_with(ExprParser& parser, const Piece& piece, int depth) {
+    WithNode node;
+    while (!parser.at_end()) {
+      if (!node.assignments.empty()) parser.expect_op(",");
+      std::string name = parser.expect_identifier("a variable name");
+      parser.expect_op("=");
+      node.assignments.emplace_back(std::move(name), parser.expression());
+    }
+    if (parse_body(node.body, {"endwith"}, depth).empty())
+      fail(piece.tag, "'{% with %}' is not closed by '{% endwith %}'");
+    expect_stop_end();
+    return node;
+  }
+
+  // AccelForge's extension: {% assert CONDITION[, MESSAGE] %}
+  AssertNode parse_assert(ExprParser& parser) {
+    AssertNode node;
+    if (parser.at_end()) throw JinjaError("'{% assert %}' needs a condition");
+    node.condition = parser.expression();
+    if (parser.accept_op(",")) node.message = parser.expression();
     parser.expect_end();
     return node;
   }
@@ -774,125 +445,294 @@ class TemplateParser {
 
 // ---------------------------------------------------------------- rendering
 
-class Renderer {
+class Renderer : public Evaluator {
  public:
   Renderer(const std::string& source, const LineTable& lines, const JinjaVariables& variables,
-           const std::string& filename, std::int64_t max_iterations)
-      : src_(source), lines_(lines), scopes_(variables), filename_(filename), max_iterations_(max_iterations) {}
+           const std::string& filename, const JinjaOptions& options, std::int64_t* budget)
+      : Evaluator(false, budget, options.max_iterations),
+        src_(source),
+        lines_(lines),
+        base_(variables),
+        frames_(1),
+        filename_(filename),
+        options_(options) {
+    result_.files.push_back(filename);
+    result_.file_notes.emplace_back();
+  }
 
   RenderedTemplate run(const Body& body) {
     render(body);
     // The line after a final newline maps to where the template continues.
-    if (at_line_start_) result_.source_line.push_back(next_line_);
+    if (at_line_start_) {
+      result_.source_line.push_back(next_.second);
+      result_.source_file.push_back(next_.first);
+    }
     return std::move(result_);
   }
 
+ protected:
+  JinjaValue lookup(const std::string& name) override {
+    if (options_.looked_up) options_.looked_up->push_back(name);
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
+      if (auto found = it->find(name); found != it->end()) return found->second;
+    if (auto found = base_.find(name); found != base_.end()) {
+      tag_base_lookups_.push_back(name);
+      return found->second;
+    }
+    if (options_.globals && options_.globals->count(name))
+      return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Host, name, {}}));
+    if (is_builtin_global(name, false)) return JinjaUndefined{name, ""};
+    std::vector<std::string> visible;
+    for (const auto& frame : frames_)
+      for (const auto& [k, v] : frame) visible.push_back(k);
+    for (const auto& [k, v] : base_) visible.push_back(k);
+    if (options_.globals)
+      for (const auto& [k, v] : *options_.globals) visible.push_back(k);
+    return JinjaUndefined{name, "undefined variable '" + name + "'" + did_you_mean(name, visible)};
+  }
+
+  JinjaValue call_host(const JinjaCallable& f, std::vector<JinjaValue> args,
+                       std::vector<std::pair<std::string, JinjaValue>> kwargs) override {
+    JinjaCall call;
+    call.args = std::move(args);
+    call.kwargs = std::move(kwargs);
+    call.where = location(current_tag_);
+    call.base = &base_;
+    for (const auto& frame : frames_)
+      for (const auto& [k, v] : frame) call.locals[k] = v;
+    JinjaValue result = options_.globals->at(f.name)(call);
+    if (call.pasted) pasted_ = call.pasted;
+    return result;
+  }
+
  private:
+  SourceLocation location(std::size_t offset) const {
+    return {filename_, lines_.line_of(offset), lines_.column_of(offset)};
+  }
+
   void render(const Body& body) {
     for (const Node& node : body) {
+      current_tag_ = node.tag;
+      tag_base_lookups_.clear();
       try {
         std::visit([&](const auto& content) { render_node(content, node.tag); }, node.content);
-      } catch (const TagProblem& problem) {
-        throw SpecError({filename_, lines_.line_of(node.tag), lines_.column_of(node.tag)}, problem.what());
+      } catch (const JinjaError& problem) {
+        throw SpecError(location(node.tag), annotate(problem.what()));
       }
     }
   }
 
-  // Appends text; `line` is the template line of its first character, advancing at
-  // each newline when the text is template text (not a value).
-  void emit(std::string_view text, int line, bool advance) {
-    if (result_.text.size() + text.size() > kMaxOutput) throw TagProblem("the rendered file is larger than 8 MiB");
+  // A failing tag that read a -D value says so: the value is the likely culprit.
+  std::string annotate(std::string message) const {
+    if (!options_.defines) return message;
+    std::vector<std::string> named;
+    for (const auto& name : tag_base_lookups_) {
+      auto d = options_.defines->find(name);
+      if (d == options_.defines->end() || std::find(named.begin(), named.end(), name) != named.end()) continue;
+      if (!(base_.at(name).kind() == d->second.kind() && base_.at(name).str() == d->second.str())) continue;
+      named.push_back(name);
+      message += named.size() == 1 ? " (" : ", ";
+      message += name + " is " + d->second.repr() + " from -D " + name + "=" + d->second.str();
+    }
+    return named.empty() ? message : message + ")";
+  }
+
+  // Appends text; line k of it (0-based) came from where_of(k) = (file, line).
+  template <class Where>
+  void emit(std::string_view text, Where&& where_of) {
+    if (result_.text.size() + text.size() > kMaxOutput) throw JinjaError("the rendered file is larger than 8 MiB");
+    int k = 0;
     for (char c : text) {
-      if (at_line_start_) result_.source_line.push_back(line);
+      if (at_line_start_) {
+        const auto [file, line] = where_of(k);
+        result_.source_file.push_back(file);
+        result_.source_line.push_back(line);
+      }
       at_line_start_ = false;
       result_.text += c;
       if (c == '\n') {
         at_line_start_ = true;
-        if (advance) ++line;
+        ++k;
       }
     }
-    next_line_ = line;
+    next_ = where_of(k);
   }
 
   void render_node(const TextNode& node, std::size_t) {
-    emit(std::string_view(src_).substr(node.begin, node.end - node.begin), lines_.line_of(node.begin), true);
+    const int line = lines_.line_of(node.begin);
+    emit(std::string_view(src_).substr(node.begin, node.end - node.begin),
+         [line](int k) { return std::pair<int, int>{0, line + k}; });
   }
 
   void render_node(const OutputNode& node, std::size_t tag) {
-    emit(to_text(eval(*node.expr, scopes_)), lines_.line_of(tag), false);
+    pasted_.reset();
+    const std::string text = eval(*node.expr).str();
+    const int line = lines_.line_of(tag);
+    if (pasted_ && pasted_->text == text && !pasted_->source_line.empty()) {
+      // Text another file rendered: its lines keep pointing into that file.
+      const std::shared_ptr<const RenderedTemplate> p = std::move(pasted_);
+      const std::string note = "included from " + location(tag).str();
+      std::vector<int> index(p->files.size());
+      for (std::size_t f = 0; f < p->files.size(); ++f) {
+        index[f] = int(result_.files.size());
+        result_.files.push_back(p->files[f]);
+        result_.file_notes.push_back(p->file_notes[f].empty() ? note : p->file_notes[f] + ", " + note);
+      }
+      emit(text, [&](int k) {
+        const std::size_t i = std::min<std::size_t>(std::size_t(k), p->source_line.size() - 1);
+        return std::pair<int, int>{index[std::size_t(p->source_file[i])], p->source_line[i]};
+      });
+      return;
+    }
+    emit(text, [line](int) { return std::pair<int, int>{0, line}; });
   }
 
-  void render_node(const SetNode& node, std::size_t) { scopes_.set(node.name, eval(*node.value, scopes_)); }
+  void assign(const std::vector<std::string>& targets, bool unpack, const JinjaValue& value) {
+    if (!unpack) {
+      frames_.back()[targets[0]] = value;
+      return;
+    }
+    defined(value);
+    JinjaList items = iterate(value);
+    if (items.size() != targets.size())
+      throw JinjaError("cannot unpack " + std::to_string(items.size()) + " values into " +
+                       std::to_string(targets.size()) + " names");
+    for (std::size_t i = 0; i < targets.size(); ++i) frames_.back()[targets[i]] = items[i];
+  }
+
+  void render_node(const SetNode& node, std::size_t) {
+    JinjaValue value = eval(*node.value);
+    if (!node.attribute.empty()) {
+      const JinjaValue ns = defined(lookup(node.targets[0]));
+      if (!ns.is_namespace())
+        throw JinjaError("'{% set " + node.targets[0] + "." + node.attribute +
+                         " %}' needs a namespace(); " + node.targets[0] + " is " + an(ns));
+      for (auto& [k, v] : ns.dict())
+        if (k.is_string() && k.as_string() == node.attribute) {
+          v = std::move(value);
+          return;
+        }
+      ns.dict().emplace_back(node.attribute, std::move(value));
+      return;
+    }
+    assign(node.targets, node.unpack, value);
+  }
+
+  void render_node(const BlockSetNode& node, std::size_t) {
+    // Render the body on its own, then keep its text as the value.
+    RenderedTemplate saved = std::move(result_);
+    const bool saved_start = at_line_start_;
+    result_ = RenderedTemplate{};
+    result_.files = saved.files;
+    result_.file_notes = saved.file_notes;
+    at_line_start_ = true;
+    render(node.body);
+    std::string text = std::move(result_.text);
+    saved.files = std::move(result_.files);
+    saved.file_notes = std::move(result_.file_notes);
+    result_ = std::move(saved);
+    at_line_start_ = saved_start;
+    frames_.back()[node.target] = std::move(text);
+  }
+
+  void render_node(const WithNode& node, std::size_t) {
+    std::vector<JinjaValue> values;
+    for (const auto& [name, e] : node.assignments) values.push_back(eval(*e));
+    frames_.emplace_back();
+    for (std::size_t i = 0; i < values.size(); ++i) frames_.back()[node.assignments[i].first] = values[i];
+    render(node.body);
+    frames_.pop_back();
+  }
+
+  void render_node(const AssertNode& node, std::size_t tag) {
+    if (eval(*node.condition).truthy()) return;
+    std::string message;
+    if (node.message) {
+      const JinjaValue m = defined(eval(*node.message));
+      if (m.truthy()) message = m.str();
+    }
+    if (message.empty()) message = "assertion failed on line " + std::to_string(lines_.line_of(tag));
+    throw SpecError(location(tag), "{% assert %} failed: " + message);
+  }
 
   void render_node(const IfNode& node, std::size_t) {
     for (std::size_t i = 0; i < node.branches.size(); ++i) {
       bool taken;
       try {
-        taken = truthy(eval(*node.branches[i].first, scopes_));
-      } catch (const TagProblem& problem) {  // an elif's error belongs to the elif's tag
-        const std::size_t tag = node.branch_tags[i];
-        throw SpecError({filename_, lines_.line_of(tag), lines_.column_of(tag)}, problem.what());
+        taken = eval(*node.branches[i].first).truthy();
+      } catch (const JinjaError& problem) {  // an elif's error belongs to the elif's tag
+        throw SpecError(location(node.branch_tags[i]), annotate(problem.what()));
       }
       if (taken) return render(node.branches[i].second);
     }
     render(node.else_body);
   }
 
-  void render_node(const ForNode& node, std::size_t) {
-    std::int64_t args[3] = {0, 0, 1};
-    const std::size_t n = node.range_args.size();
-    for (std::size_t i = 0; i < n; ++i) args[n == 1 ? 1 : i] = to_int(eval(*node.range_args[i], scopes_), "range");
-    const auto [start, stop, step] = args;
-    if (step == 0) throw TagProblem("range() step must not be zero");
-    const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
-    const __int128 count = span <= 0 ? 0 : (span - 1) / (step > 0 ? __int128{step} : -__int128{step}) + 1;
-    if (count > max_iterations_ - iterations_)
-      throw TagProblem("more than " + std::to_string(max_iterations_) + " loop iterations in total");
-    iterations_ += static_cast<std::int64_t>(count);
-    if (count == 0) return render(node.else_body);
-    for (__int128 k = 0; k < count; ++k) {
-      scopes_.push();  // each iteration gets its own scope, as in Jinja2
-      scopes_.set(node.variable, static_cast<std::int64_t>(start + k * step));
+  void render_node(const ForNode& node, std::size_t tag) {
+    JinjaList items = iterate(eval(*node.iterable));
+    charge(std::int64_t(items.size()));
+    if (node.condition) {
+      JinjaList kept;
+      for (const auto& item : items) {
+        frames_.emplace_back();
+        assign(node.targets, node.unpack, item);
+        const bool keep = eval(*node.condition).truthy();
+        frames_.pop_back();
+        if (keep) kept.push_back(item);
+      }
+      items = std::move(kept);
+    }
+    if (items.empty()) return render(node.else_body);
+    const std::int64_t n = std::int64_t(items.size());
+    for (std::int64_t k = 0; k < n; ++k) {
+      current_tag_ = tag;
+      frames_.emplace_back();  // each iteration gets its own scope, as in Jinja2
+      JinjaDict loop = {{"index", k + 1}, {"index0", k}, {"revindex", n - k}, {"revindex0", n - k - 1},
+                        {"first", k == 0}, {"last", k == n - 1}, {"length", n}, {"depth", 1}, {"depth0", 0}};
+      if (k > 0) loop.emplace_back("previtem", items[std::size_t(k - 1)]);
+      if (k + 1 < n) loop.emplace_back("nextitem", items[std::size_t(k + 1)]);
+      frames_.back()["loop"] = JinjaValue(std::move(loop));
+      assign(node.targets, node.unpack, items[std::size_t(k)]);
       render(node.body);
-      scopes_.pop();
+      frames_.pop_back();
     }
   }
 
   const std::string& src_;
   const LineTable& lines_;
-  Scopes scopes_;
+  const JinjaVariables& base_;
+  std::vector<JinjaVariables> frames_;
   const std::string& filename_;
-  std::int64_t max_iterations_;
-  std::int64_t iterations_ = 0;
+  const JinjaOptions& options_;
   RenderedTemplate result_;
   bool at_line_start_ = true;
-  int next_line_ = 1;
+  std::pair<int, int> next_{0, 1};
+  std::size_t current_tag_ = 0;
+  std::vector<std::string> tag_base_lookups_;  // base variables the current tag read
+  std::shared_ptr<const RenderedTemplate> pasted_;  // what the last host call pasted
+};
+
+// Python expressions (spec values): names from the caller, no host functions.
+class PythonEvaluator : public Evaluator {
+ public:
+  PythonEvaluator(const std::function<std::optional<JinjaValue>(std::string_view)>& lookup, std::int64_t* budget)
+      : Evaluator(true, budget, *budget), lookup_(lookup) {}
+
+ protected:
+  JinjaValue lookup(const std::string& name) override {
+    if (std::optional<JinjaValue> v = lookup_(name)) return *v;
+    return JinjaUndefined{name, "name '" + name + "' is not defined"};
+  }
+  JinjaValue call_host(const JinjaCallable& f, std::vector<JinjaValue>,
+                       std::vector<std::pair<std::string, JinjaValue>>) override {
+    throw JinjaError("unknown function '" + f.name + "'");
+  }
+
+ private:
+  const std::function<std::optional<JinjaValue>(std::string_view)>& lookup_;
 };
 
 }  // namespace
-
-JinjaValue jinja_value_from_text(std::string_view text) {
-  const std::size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
-  const bool numeric = text.size() > digits &&
-                       std::all_of(text.begin() + static_cast<std::ptrdiff_t>(digits), text.end(), is_digit);
-  if (numeric) {
-    std::int64_t value = 0;
-    const bool negative = text[0] == '-';
-    bool fits = true;
-    for (std::size_t i = digits; i < text.size() && fits; ++i) {
-      // Accumulate toward the sign so INT64_MIN fits.
-      const int d = text[i] - '0';
-      fits = !__builtin_mul_overflow(value, 10, &value) &&
-             !(negative ? __builtin_sub_overflow(value, d, &value) : __builtin_add_overflow(value, d, &value));
-    }
-    if (fits) return value;
-  }
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "true") return true;
-  if (lower == "false") return false;
-  return std::string(text);
-}
 
 int RenderedTemplate::source_line_of(int output_line_1based) const {
   if (source_line.empty()) return 1;
@@ -900,13 +740,39 @@ int RenderedTemplate::source_line_of(int output_line_1based) const {
   return source_line[static_cast<std::size_t>(std::clamp(output_line_1based, 1, last) - 1)];
 }
 
+int RenderedTemplate::source_file_of(int output_line_1based) const {
+  if (source_file.empty()) return 0;
+  const int last = static_cast<int>(source_file.size());
+  return source_file[static_cast<std::size_t>(std::clamp(output_line_1based, 1, last) - 1)];
+}
+
 RenderedTemplate render_jinja(std::string_view source, const JinjaVariables& variables,
-                              const std::string& filename, std::int64_t max_iterations) {
+                              const std::string& filename, const JinjaOptions& options) {
   const std::string src = normalize_newlines(source);
   const LineTable lines(src);
   std::vector<Piece> pieces = TemplateLexer(src, lines, filename).run();
   const Body body = TemplateParser(src, std::move(pieces), lines, filename).run();
-  return Renderer(src, lines, variables, filename, max_iterations).run(body);
+  std::int64_t own_budget = options.max_iterations;
+  std::int64_t* budget = options.iteration_budget ? options.iteration_budget : &own_budget;
+  return Renderer(src, lines, variables, filename, options, budget).run(body);
+}
+
+RenderedTemplate render_jinja(std::string_view source, const JinjaVariables& variables,
+                              const std::string& filename, std::int64_t max_iterations) {
+  JinjaOptions options;
+  options.max_iterations = max_iterations;
+  return render_jinja(source, variables, filename, options);
+}
+
+JinjaValue evaluate_python_expression(
+    std::string_view text, const std::function<std::optional<JinjaValue>(std::string_view)>& lookup) {
+  ExprParser parser(text);
+  if (parser.at_end()) throw JinjaError("empty expression");
+  ExprPtr e = parser.tuple();
+  parser.expect_end();
+  std::int64_t budget = 1'000'000;
+  PythonEvaluator evaluator(lookup, &budget);
+  return defined(evaluator.eval(*e));
 }
 
 }  // namespace looptrace

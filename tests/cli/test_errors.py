@@ -123,11 +123,11 @@ def test_resource_limits():
     expect_error(["summary", deep], ["nested"], deep + ":1:")
 
     laughs = "workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n  - B[m] = A[m]\n" \
-             "x0: &a0 !Compute {einsum: B}\n"
+             "arch:\n  x0: &a0 !Compute {einsum: B}\n"
     for i in range(1, 10):
-        laughs += "x%d: &a%d !Sequential {nodes: [%s]}\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10))
+        laughs += "  x%d: &a%d !Sequential {nodes: [%s]}\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10))
     laughs = write("laughs.yaml", laughs + "mapping:\n  nodes: [*a9]\n")
-    expect_error(["summary", laughs], ["more than 100000 nodes", "aliases"], laughs + ":")
+    expect_error(["summary", laughs], ["more than 500000 nodes", "aliases"], laughs + ":")
 
     loops = write("loops.yaml", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n")
     expect_error(["summary", loops], ["loop iterations"], loops + ":1:")

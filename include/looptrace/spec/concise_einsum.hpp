@@ -22,7 +22,8 @@ struct ConciseEinsum {
 };
 
 // Throws ExpressionError with the column of the offending character. The right-hand
-// side is a product of tensor references (`*`); constant factors are not allowed.
+// side is tensor references joined by `*`, `+`, `-` or `/` (each is read; constant
+// factors are not allowed); a tensor named twice with the same indices is read once.
 ConciseEinsum parse_concise_einsum(std::string_view text);
 
 }  // namespace looptrace
