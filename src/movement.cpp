@@ -110,8 +110,13 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
       peak_bytes[l].close(t.start, t.tile * m.bytes_per_value.value_or(0));
     }
   for (std::size_t l = 0; l < report.levels.size(); ++l) {
-    report.levels[l].peak_footprint = peaks[l].peak();
-    if (has_bytes[l]) report.levels[l].peak_footprint_bytes = peak_bytes[l].peak();
+    LevelMovement& level = report.levels[l];
+    level.peak_footprint = peaks[l].peak();
+    if (has_bytes[l]) level.peak_footprint_bytes = peak_bytes[l].peak();
+    if (auto m = s.memories.find(level.level); m != s.memories.end()) {
+      if (m->second.size_bits) level.capacity_bits = m->second.size_bits;
+      else level.capacity_unevaluated = m->second.size_text;
+    }
   }
   return report;
 }

@@ -346,7 +346,7 @@ struct Compiler {
     int tensor = out.find_tensor(access.tensor);
     if (tensor < 0) {
       tensor = int(out.tensors.size());
-      out.tensors.push_back({access.tensor, {}, {}, {}, 1});
+      out.tensors.push_back({access.tensor, {}, {}, {}, 1, spec.workload.bits_per_value_of(access.tensor)});
     }
     out.traces.push_back({e.name, access.tensor, access.is_output,
                           int(&e - spec.workload.einsums.data()), tensor});
@@ -520,6 +520,7 @@ Schedule compile_schedule(const Spec& spec) {
   c.check_accesses();
   std::vector<const MappingNode*> enclosing;
   c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);
+  c.out.memories = spec.memories;
   c.build(spec.mapping.root, {});
   c.compute_shapes();
   c.check_element_arithmetic();

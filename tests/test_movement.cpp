@@ -268,3 +268,65 @@ TEST_CASE("movement: workers that share the levels give the same report") {
     CHECK(movement_json(summarize_movement(s, o, 5)).dump() == one);
   }
 }
+
+TEST_CASE("movement: bytes from bits_per_value, and the arch's sizes") {
+  const std::string workload = R"(
+workload:
+  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 3}
+  bits_per_value: {All: 8, I | W: 12, W: 16}
+  einsums:
+  - name: Conv
+    tensor_accesses:
+    - {name: I, projection: {P: p + r}}
+    - {name: W, projection: [r]}
+    - {name: O, projection: [p], output: True, bits_per_value: 32}
+)";
+  const std::string mapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [I, W, O]}
+  - !Temporal {rank_variable: p, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I, W, O]}
+  - !Temporal {rank_variable: r, tile_shape: 1}
+  - !Compute {einsum: Conv, component: MAC}
+arch:
+  nodes:
+  - !Memory {name: MainMemory, size: inf}
+  - !Container
+    nodes:
+    - !Memory {name: GlobalBuffer, size: 8 * 12}
+  - !Memory {name: Register, size: weight.bits_per_value if weight else 0}
+)";
+  const Schedule s = th::compile_text2(workload, mapping);
+  // I: "I | W" (12 bits: 2 bytes); W: its name (16: 2); O: its access's own (32: 4).
+  CHECK(s.tensors[std::size_t(s.find_tensor("I"))].bits_per_value == 12);
+  CHECK(s.tensors[std::size_t(s.find_tensor("W"))].bits_per_value == 16);
+  CHECK(s.tensors[std::size_t(s.find_tensor("O"))].bits_per_value == 32);
+  const MovementReport r = summarize_movement(s);
+  const auto& gi = at(r, "GlobalBuffer", "I");
+  REQUIRE(gi.bytes_per_value);
+  CHECK(*gi.bytes_per_value == 2);
+  CHECK(*at(r, "GlobalBuffer", "O").bytes_per_value == 4);
+  // GlobalBuffer at t = 0 holds I {0, 1, 2}, W {0, 1, 2}, O {0}: 6 + 6 + 4 bytes.
+  const auto& gb = level(r, "GlobalBuffer");
+  REQUIRE(gb.peak_footprint_bytes);
+  CHECK(gb.peak_footprint_bytes->value == 16);
+  REQUIRE(gb.capacity_bits);
+  CHECK(*gb.capacity_bits == 96.0);  // 128 bits of peak: does not fit
+  const auto json = movement_json(r);
+  CHECK(json["levels"][1]["capacity"]["fits"] == false);
+  CHECK(json["levels"][1]["capacity"]["over_by_bits"] == 32.0);
+  CHECK(json["levels"][0]["capacity"]["size_bits"] == "inf");
+  CHECK(json["levels"][1]["tensors"][0]["fill_bytes"] == 48);  // 24 fills of 2 bytes
+  REQUIRE(s.memories.count("Register"));
+  CHECK(!s.memories.at("Register").size_bits);  // needs AccelForge's context: not guessed
+
+  // A plain number means every tensor; a bad value names itself.
+  const Schedule plain = th::compile_text2(
+      std::string(workload).replace(workload.find("{All: 8, I | W: 12, W: 16}"), 26, "4"), mapping);
+  CHECK(plain.tensors[std::size_t(plain.find_tensor("I"))].bits_per_value == 4);
+  CHECK(th::contains(th::spec_error([&] {
+                       th::compile_text2(std::string(workload).replace(workload.find("W: 16"), 5, "W: -2"), mapping);
+                     }).message(),
+                     "bits_per_value of 'W' must be a positive integer"));
+}

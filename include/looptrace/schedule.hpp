@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,7 @@ struct Schedule {
   std::vector<LeafSchedule> leaves;   // tree order
   std::vector<std::string> memory_levels;  // tree order
   std::vector<StorageWindows> storages;    // tree order
+  std::map<std::string, ArchMemory> memories;  // the arch's !Memory sizes, by level name
 
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;

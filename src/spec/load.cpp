@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -560,6 +561,9 @@ class RankSizes {
     return out;
   }
 
+  // A number or an expression over the rank sizes and variables in scope.
+  JinjaValue value(const SpecNode& node, const std::string& what) const { return evaluate(node, what); }
+
   std::optional<JinjaValue> lookup(std::string_view name) const {
     if (sizes_ && sizes_->is_map() && sizes_->find(name)) return JinjaValue(size_of(std::string(name)));
     if (outer_) return outer_->lookup(name);
@@ -657,6 +661,13 @@ class RankSizes {
   mutable std::vector<std::string> busy_;
 };
 
+// A number of bits per value: a positive integer.
+std::int64_t bits_of(const Reader& in, const SpecNode& node, const std::string& tensor) {
+  const std::int64_t bits = in.integer(node, "bits_per_value of '" + tensor + "'");
+  if (bits <= 0) in.fail(node, "bits_per_value of '" + tensor + "' must be positive, not " + std::to_string(bits));
+  return bits;
+}
+
 TensorAccess read_tensor_access(const Reader& in, const SpecNode& node) {
   in.check_keys(node, "a tensor access", {"name", "projection", "output"},
                 {"persistent", "bits_per_value", "backing_storage_size_scale", "density", "density_distribution"});
@@ -666,6 +677,7 @@ TensorAccess read_tensor_access(const Reader& in, const SpecNode& node) {
   if (!name) in.fail(node, "a tensor access needs a 'name'");
   access.tensor = in.string(*name, "the tensor name");
   if (const SpecNode* output = node.find("output")) access.is_output = in.boolean(*output, "'output'");
+  if (const SpecNode* bits = node.find("bits_per_value")) access.bits_per_value = bits_of(in, *bits, access.tensor);
   const SpecNode* projection = node.find("projection");
   if (!projection) in.fail(node, "tensor access '" + access.tensor + "' needs a 'projection'");
   if (projection->is_sequence()) {
@@ -706,7 +718,7 @@ Einsum from_concise(const Reader& in, const SpecNode& node) {
 
 // `tensor_accesses:` next to `einsum:` adds keys to the string's accesses (AccelForge's
 // _parse_einsum_entry): only keys the string does not set.
-void add_access_keys(const Reader& in, const SpecNode& list, const Einsum& einsum, const std::string& text) {
+void add_access_keys(const Reader& in, const SpecNode& list, Einsum& einsum, const std::string& text) {
   in.expect_list(list, "tensor_accesses");
   for (const auto& entry : list.items) {
     in.check_keys(*entry, "a tensor access", {"name"},
@@ -721,6 +733,9 @@ void add_access_keys(const Reader& in, const SpecNode& list, const Einsum& einsu
     for (const char* set : {"projection", "output"})
       if (const SpecNode* v = entry->find(set))
         in.fail(*v, "tensor '" + tensor + "' already has its " + set + " from the Einsum '" + text + "'");
+    if (const SpecNode* bits = entry->find("bits_per_value"))
+      for (TensorAccess& a : einsum.accesses)
+        if (a.tensor == tensor) a.bits_per_value = bits_of(in, *bits, tensor);
   }
 }
 
@@ -779,6 +794,21 @@ Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* v
     w.constraints = read_constraints(in, *shape, "constraint");
   RankSizes sizes(in, node.find("rank_sizes"), nullptr, variables);
   w.rank_sizes = sizes.all();
+  if (const SpecNode* bits = node.find("bits_per_value")) {
+    auto one = [&](const SpecNode& v, const std::string& key) {
+      const JinjaValue value = sizes.value(v, "bits_per_value" + (key.empty() ? "" : " of '" + key + "'"));
+      if (!value.is_int() || value.as_int() <= 0)
+        in.fail(v, "bits_per_value" + (key.empty() ? "" : " of '" + key + "'") + " must be a positive integer, not " +
+                       value.repr());
+      w.bits_per_value.emplace_back(key, value.as_int());
+    };
+    if (bits->is_map()) {
+      in.check_unique_keys(*bits, "bits_per_value");
+      for (const auto& [k, v] : bits->entries) one(*v, k->text);
+    } else if (!bits->is_null()) {
+      one(*bits, "");
+    }
+  }
   const SpecNode* einsums = node.find("einsums");
   if (!einsums) in.fail(node, "the workload needs 'einsums'");
   in.expect_list(*einsums, "einsums");
@@ -904,6 +934,36 @@ Mapping read_mapping(const Reader& in, const SpecNode& node) {
   return m;
 }
 
+// The `!Memory` nodes of the arch, wherever they nest, with their sizes in bits.
+void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables,
+                   std::map<std::string, ArchMemory>& out, int depth) {
+  if (depth > 100) return;
+  if (node.is_sequence())
+    for (const auto& item : node.items) read_memories(in, *item, variables, out, depth + 1);
+  if (!node.is_map()) return;
+  const SpecNode* name = node.find("name");
+  const SpecNode* size = node.find("size");
+  if (node.tag == "!Memory" && name && name->is_scalar() && size && size->is_scalar()) {
+    ArchMemory m;
+    m.size_text = size->text;
+    m.where = size->where;
+    std::string lower = size->text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (lower == "inf" || lower == ".inf" || lower == "infinity") {
+      m.size_bits = std::numeric_limits<double>::infinity();
+    } else {
+      try {  // a number or an expression of numbers; else it needs AccelForge's context
+        const JinjaValue v = RankSizes(in, nullptr, nullptr, variables).value(*size, "size of '" + name->text + "'");
+        if (v.is_int()) m.size_bits = double(v.as_int());
+        else if (v.is_float()) m.size_bits = v.as_float();
+      } catch (const SpecError&) {
+      }
+    }
+    out.emplace(name->text, std::move(m));
+  }
+  for (const auto& [k, v] : node.entries) read_memories(in, *v, variables, out, depth + 1);
+}
+
 void warn(Spec& spec, SourceLocation where, std::string message) {
   SpecWarning w;
   w.where = std::move(where);
@@ -986,6 +1046,7 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
   if (workload == top.end()) throw SpecError("no 'workload:' in the spec files " + files_read());
   const SpecNode* variables_node = top.count("variables") ? top.at("variables").value.get() : nullptr;
   spec.workload = read_workload(in, *workload->second.value, variables_node);
+  if (auto arch = top.find("arch"); arch != top.end()) read_memories(in, *arch->second.value, variables_node, spec.memories, 0);
   auto mapping = top.find("mapping");
   if (mapping != top.end()) {
     spec.mapping = read_mapping(in, *mapping->second.value);

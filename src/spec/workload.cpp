@@ -5,6 +5,32 @@
 
 namespace looptrace {
 
+std::optional<std::int64_t> Workload::bits_per_value_of(const std::string& tensor) const {
+  for (const auto& e : einsums)
+    for (const auto& a : e.accesses)
+      if (a.tensor == tensor && a.bits_per_value) return a.bits_per_value;
+  auto in_group = [&](const std::string& key) {  // "A | B | C"
+    std::size_t start = 0;
+    while (start <= key.size()) {
+      std::size_t bar = key.find('|', start);
+      std::string part = key.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+      part.erase(0, part.find_first_not_of(" \t"));
+      part.erase(part.find_last_not_of(" \t") + 1);
+      if (part == tensor) return true;
+      if (bar == std::string::npos) break;
+      start = bar + 1;
+    }
+    return false;
+  };
+  for (const auto& [key, bits] : bits_per_value)
+    if (key == tensor) return bits;
+  for (const auto& [key, bits] : bits_per_value)
+    if (key.find('|') != std::string::npos && in_group(key)) return bits;
+  for (const auto& [key, bits] : bits_per_value)
+    if (key.empty() || key == "All") return bits;
+  return std::nullopt;
+}
+
 bool Einsum::has_rank_variable(const std::string& v) const {
   return std::find(rank_variables.begin(), rank_variables.end(), v) != rank_variables.end();
 }

@@ -4,6 +4,8 @@
 // what the schedule needs is checked by compile_schedule, which also names the file.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +24,18 @@ struct SpecWarning {
   std::string str() const;  // "file:line:column: warning: message"
 };
 
+// A memory level of the arch (an `!Memory` node) and its size in bits, when the size
+// is a number, `inf` or an expression of numbers; a size that needs AccelForge's
+// per-tensor context (`weight.bits_per_value if weight else 0`) stays unevaluated.
+struct ArchMemory {
+  std::string size_text;
+  std::optional<double> size_bits;
+  SourceLocation where;
+};
+
 struct Spec {
   Workload workload;
+  std::map<std::string, ArchMemory> memories;  // by name
   Mapping mapping;
   bool has_mapping = false;
   std::vector<std::string> files;     // the files given, in order (not the included ones)

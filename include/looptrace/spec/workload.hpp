@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct TensorAccess {
   std::vector<AffineExpr> projection;  // coordinate along each rank
   bool is_output = false;
   SourceLocation where;
+  std::optional<std::int64_t> bits_per_value;  // this access's own, which wins
 };
 
 // `0 <= expr` for every entry of `bounds`, with where the text came from.
@@ -42,9 +44,14 @@ struct Workload {
   std::vector<Einsum> einsums;
   std::vector<Constraint> constraints;  // workload-level iteration_space_shape
   std::map<std::string, std::int64_t> rank_sizes;
+  // As written: (key, bits) with the key "All", a tensor name or "A | B" ("" for a
+  // plain number, which means All).
+  std::vector<std::pair<std::string, std::int64_t>> bits_per_value;
   SourceLocation where;
 
   const Einsum* find_einsum(const std::string& name) const;
+  // A tensor's bits per value: an access's own, then its name, a group naming it, All.
+  std::optional<std::int64_t> bits_per_value_of(const std::string& tensor) const;
 };
 
 // The rank-variable box of one Einsum: variable v runs over [0, extent[v]).
