@@ -1,6 +1,8 @@
 // `looptrace summary`: one JSON object with everything but the accesses.
 #include <unistd.h>
 
+#include <optional>
+
 #include "common.hpp"
 #include "empty_selection.hpp"
 #include "looptrace/sinks/output.hpp"
@@ -33,9 +35,16 @@ void add_summary_command(CLI::App& app) {
     const TraceOptions options = args->resolved();
     TraceSummary result;
     {
-      // summarize() reports no count as it goes: the elapsed time says it is alive.
-      ProgressBar progress(0, "summary: counting");
-      progress.tick_in_background();
+      // Until summarize() reports how far it is, the elapsed time says it is alive;
+      // then a bar with the rate and the time left (units: a time range of one leaf).
+      std::optional<ProgressBar> waiting(std::in_place, 0, "summary: counting");
+      waiting->tick_in_background();
+      std::optional<ProgressBar> counted;
+      summary->progress = [&](std::int64_t done, std::int64_t total) {
+        if (waiting) waiting.reset();
+        if (!counted) counted.emplace(total, "leaf ranges");
+        counted->update(done);
+      };
       result = summarize(schedule, options, *summary);
     }
     OutputBuffer out(STDOUT_FILENO);
