@@ -182,6 +182,14 @@ def test_hostile_names_in_json():
     its = [parse_json(l, "iteration line") for l in p.stdout.splitlines()]
     check(p.returncode == 0 and its == [{"t": t, "einsum": einsum, "origin": {"m": t}} for t in range(3)],
           "iterations: one JSON line per timestep (%r)" % its)
+    p = run("movement", spec, text=False)
+    check(p.returncode == 0, "movement of hostile names exits 0 (%r)" % p.stderr[-300:])
+    m = parse_json(p.stdout, "movement") if p.returncode == 0 else None
+    if m is not None:
+        level = m["levels"][0]
+        check(level["level"] == "L\x02\ufffd\ufffd\ufffd", "movement level %r" % level["level"])
+        check([t["tensor"] for t in level["tensors"]] == [tensor_a, tensor_b],
+              "movement tensors %r" % [t["tensor"] for t in level["tensors"]])
     # CSV and binary carry the bytes as given; the SVG is well-formed XML.
     p = run("plot", spec, text=False)
     try:
