@@ -4,12 +4,12 @@
 // peak RSS so far (peak_rss_MiB).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <map>
 #include <random>
 
+#include "bench_common.hpp"
 #include "looptrace/movement.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stages/tile_windows.hpp"
@@ -18,27 +18,10 @@
 #include "looptrace/summary.hpp"
 
 using namespace looptrace;
+using bench::gemm, bench::huge, bench::load, bench::report_rss;
 
 namespace {
 
-const std::string kSpecs = LOOPTRACE_BENCH_SPECS;
-
-Schedule load(std::vector<std::string> files, JinjaVariables vars = {}) {
-  for (auto& f : files) f = kSpecs + "/" + f;
-  return compile_schedule(load_spec(files, vars));
-}
-
-void report_rss(benchmark::State& state) {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  state.counters["peak_rss_MiB"] = double(usage.ru_maxrss) / 1024.0;
-}
-
-// 2^30 MACs in 32x32 output tiles: 1.14e9 accesses, 1088 per timestep.
-const Schedule& gemm() {
-  static Schedule s = load({"gemm.workload.yaml", "gemm_tiled.mapping.yaml"});
-  return s;
-}
 // 16x16 channels, 256x256 outputs in 10x10 tiles with halos: 2.7e7 accesses.
 const Schedule& conv() {
   static Schedule s = load({"conv_halo.workload.yaml", "conv_halo.mapping.yaml"});
@@ -48,12 +31,6 @@ const Schedule& conv() {
 const Schedule& fused() {
   static Schedule s = load({"matmuls.yaml", "fused_chain.mapping.yaml"},
                            {{"N_EINSUMS", std::int64_t(4)}, {"M", std::int64_t(256)}, {"KN", std::int64_t(64)}});
-  return s;
-}
-// A GEMM of 10240^3 = 1.07e12 timesteps, one MAC each.
-const Schedule& huge() {
-  static Schedule s = load({"gemm.workload.yaml", "huge_gemm.mapping.yaml"},
-                           {{"M", std::int64_t(10240)}, {"K", std::int64_t(10240)}, {"N", std::int64_t(10240)}});
   return s;
 }
 

@@ -4,42 +4,18 @@
 // thread with --threads 2 (and 3), writing to /dev/null.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench_common.hpp"
 #include "looptrace/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 
 using namespace looptrace;
+using bench::gemm, bench::huge, bench::load, bench::report_rss;
 
 namespace {
-
-const std::string kSpecs = LOOPTRACE_BENCH_SPECS;
-
-Schedule load(std::vector<std::string> files, JinjaVariables vars = {}) {
-  for (auto& f : files) f = kSpecs + "/" + f;
-  return compile_schedule(load_spec(files, vars));
-}
-
-void report_rss(benchmark::State& state) {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  state.counters["peak_rss_MiB"] = double(usage.ru_maxrss) / 1024.0;
-}
-
-// bench/specs/huge_gemm at M = K = N = 10240: 1.07e12 timesteps, 25,600 GlobalBuffer windows.
-const Schedule& huge() {
-  static Schedule s = load({"gemm.workload.yaml", "huge_gemm.mapping.yaml"},
-                           {{"M", std::int64_t(10240)}, {"K", std::int64_t(10240)}, {"N", std::int64_t(10240)}});
-  return s;
-}
-// 2^30 MACs in 32x32 output tiles: 1088 accesses per timestep.
-const Schedule& gemm() {
-  static Schedule s = load({"gemm.workload.yaml", "gemm_tiled.mapping.yaml"});
-  return s;
-}
 
 // The whole summary of huge_gemm; arg 0: compact windows, 1: every window listed.
 void BM_Summary_HugeGemm(benchmark::State& state) {

@@ -48,15 +48,15 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
   report.truncated = report.from > 0 || report.n_timesteps < s.n_timesteps;
 
   // Levels in tree order; per level the tensors its nodes keep, in the order listed.
+  const auto& slots = traffic.plan().slots;
+  for (const std::string& name : s.memory_levels)
+    if (std::any_of(slots.begin(), slots.end(), [&](const auto& slot) { return s.storages[slot.storage].level == name; }))
+      report.levels.push_back({name, {}, {}, {}, {}, {}});
   std::vector<int> level_of_slot, tensor_entry_of_slot;
-  for (const auto& slot : traffic.plan().slots) {
+  for (const auto& slot : slots) {
     const StorageWindows& node = s.storages[slot.storage];
-    auto level = std::find_if(report.levels.begin(), report.levels.end(),
-                              [&](const LevelMovement& l) { return l.level == node.level; });
-    if (level == report.levels.end()) {
-      report.levels.push_back({node.level, {}, {}, {}, {}, {}});
-      level = report.levels.end() - 1;
-    }
+    const auto level = std::find_if(report.levels.begin(), report.levels.end(),
+                                    [&](const LevelMovement& l) { return l.level == node.level; });
     const TensorInfo& info = s.tensors[slot.tensor];
     auto entry = std::find_if(level->tensors.begin(), level->tensors.end(),
                               [&](const TensorMovement& t) { return t.tensor == info.name; });
@@ -70,17 +70,6 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
     entry->home = entry->home || s.parent(slot.storage, info.name) < 0;
     level_of_slot.push_back(int(level - report.levels.begin()));
     tensor_entry_of_slot.push_back(int(entry - level->tensors.begin()));
-  }
-  std::sort(report.levels.begin(), report.levels.end(), [&](const LevelMovement& a, const LevelMovement& b) {
-    return std::find(s.memory_levels.begin(), s.memory_levels.end(), a.level) <
-           std::find(s.memory_levels.begin(), s.memory_levels.end(), b.level);
-  });
-  // (indices were taken before sorting: look levels up by name from here on)
-  for (std::size_t k = 0; k < level_of_slot.size(); ++k) {
-    const std::string& name = s.storages[traffic.plan().slots[k].storage].level;
-    level_of_slot[k] = int(std::find_if(report.levels.begin(), report.levels.end(),
-                                        [&](const LevelMovement& l) { return l.level == name; }) -
-                           report.levels.begin());
   }
   std::vector<PeakTracker> peaks(report.levels.size()), peak_bytes(report.levels.size());
   std::vector<bool> has_bytes(report.levels.size(), true);

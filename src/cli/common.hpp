@@ -42,5 +42,6 @@ void add_iterations_command(CLI::App& app);
 void add_movement_command(CLI::App& app);
 void add_transfers_command(CLI::App& app);
 void add_describe_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
 
 }  // namespace looptrace::cli

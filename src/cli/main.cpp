@@ -10,10 +10,6 @@
 #include "looptrace/sinks/output.hpp"
 #include "suggest.hpp"
 
-namespace looptrace::cli {
-void add_merge_command(CLI::App& app);  // src/cli/merge.cpp
-}
-
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe shows up as EPIPE, handled below
   CLI::App app{"looptrace: which tensor elements a LoopTree mapping touches at each timestep"};

@@ -26,7 +26,8 @@ void add_movement_command(CLI::App& app) {
     if (*format == "text") {
       out.write(movement_text(report));
     } else {
-      out.write(movement_json(report).dump());
+      // Names come from user files: invalid UTF-8 becomes U+FFFD (as in `summary`).
+      out.write(movement_json(report).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
       out.put('\n');
     }
     out.flush();

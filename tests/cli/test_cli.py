@@ -13,77 +13,12 @@ import sys
 
 import harness
 
-from harness import EXE, TMP, check, run, write  # noqa: E402
+from harness import EXE, TMP, TINY_MAPPING, TINY_WORKLOAD, check, run, write  # noqa: E402
 
 
-CONV1D = write("conv1d.yaml", """\
-workload:
-  iteration_space_shape:
-    p: 0 <= p < 8
-    r: 0 <= r < 3
-  einsums:
-  - name: Conv
-    tensor_accesses:
-    - {name: I, projection: {P: p + r}}
-    - {name: W, projection: [r]}
-    - {name: O, projection: [p], output: True}
-mapping:
-  nodes:
-  - !Storage {component: MainMemory, tensors: [I, W, O]}
-  - !Temporal {rank_variable: p, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I, W, O]}
-  - !Temporal {rank_variable: r, tile_shape: 1}
-  - !Compute {einsum: Conv, component: MAC}
-""")
+CONV1D = write("conv1d.yaml", harness.CONV1D)
 
-# Two fused matmuls with imperfect tiles; N sets the size (a Jinja define).
-MATMULS = write("matmuls.yaml", """\
-workload:
-  {% set N = N | default(6) %}
-  iteration_space_shape:
-    m: 0 <= m < {{N}}
-    k: 0 <= k < {{N - 1}}
-    n: 0 <= n < {{N + 1}}
-    j: 0 <= j < 3
-  einsums:
-  - Z[m, n] = A[m, k] * B[k, n]
-  - Y[m, j] = Z[m, n] * C[n, j]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, C, Y]}
-  - !Temporal {rank_variable: m, tile_shape: 4}
-  - !Storage {component: Buffer, tensors: [Z]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: n, tile_shape: 2, initial_tile_shape: 3}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Temporal {rank_variable: k, tile_shape: 1}
-      - !Compute {einsum: Z}
-    - !Nested
-      nodes:
-      - !Spatial {rank_variable: j, tile_shape: 1}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Temporal {rank_variable: n, tile_shape: 3}
-      - !Compute {einsum: Y}
-""")
-
-GOOD_WORKLOAD = """\
-workload:
-  iteration_space_shape: {m: 0 <= m < 4, n: 0 <= n < 3}
-  einsums:
-  - name: E
-    tensor_accesses:
-    - {name: A, projection: [m, n]}
-    - {name: B, projection: [m], output: True}
-"""
-GOOD_MAPPING = """\
-mapping:
-  nodes:
-  - !Temporal {rank_variable: m, tile_shape: 1}
-  - !Compute {einsum: E}
-"""
+MATMULS = write("matmuls.yaml", harness.MATMULS)
 
 
 def lines_of(out):
@@ -102,26 +37,26 @@ def test_help():
 def test_bad_specs():
     # (name, workload text, mapping text, the file and line the error must name, a word of the message)
     cases = [
-        ("bad-yaml", "workload:\n  einsums: [a, b\n  x: 1\n", GOOD_MAPPING, "w", 3, "YAML"),
-        ("unknown-tag", GOOD_WORKLOAD,
+        ("bad-yaml", "workload:\n  einsums: [a, b\n  x: 1\n", TINY_MAPPING, "w", 3, "YAML"),
+        ("unknown-tag", TINY_WORKLOAD,
          "mapping:\n  nodes:\n  - !Temporl {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: E}\n",
          "m", 3, "Temporal"),
-        ("unknown-key", GOOD_WORKLOAD.replace("tensor_accesses", "tensor_acesses"), GOOD_MAPPING,
+        ("unknown-key", TINY_WORKLOAD.replace("tensor_accesses", "tensor_acesses"), TINY_MAPPING,
          "w", 5, "did you mean"),
-        ("undefined-einsum", GOOD_WORKLOAD,
+        ("undefined-einsum", TINY_WORKLOAD,
          "mapping:\n  nodes:\n  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: F}\n",
          "m", 4, "'F'"),
-        ("missing-rank-variable", GOOD_WORKLOAD,
+        ("missing-rank-variable", TINY_WORKLOAD,
          "mapping:\n  nodes:\n  - !Temporal {rank_variable: m, tile_shape: 1}\n"
          "  - !Temporal {rank_variable: q, tile_shape: 1}\n  - !Compute {einsum: E}\n",
          "m", 4, "'q'"),
-        ("non-affine", GOOD_WORKLOAD.replace("projection: [m], output", "projection: {M: m*n}, output"),
-         GOOD_MAPPING, "w", 7, "affine"),
-        ("unbounded", GOOD_WORKLOAD.replace("[m, n]}", "[m, n, z]}"), GOOD_MAPPING, "w", 4, "'z'"),
-        ("tile-shape-0", GOOD_WORKLOAD,
+        ("non-affine", TINY_WORKLOAD.replace("projection: [m], output", "projection: {M: m*n}, output"),
+         TINY_MAPPING, "w", 7, "affine"),
+        ("unbounded", TINY_WORKLOAD.replace("[m, n]}", "[m, n, z]}"), TINY_MAPPING, "w", 4, "'z'"),
+        ("tile-shape-0", TINY_WORKLOAD,
          "mapping:\n  nodes:\n  - !Temporal {rank_variable: m, tile_shape: 0}\n  - !Compute {einsum: E}\n",
          "m", 3, "positive"),
-        ("storage-unknown-tensor", GOOD_WORKLOAD,
+        ("storage-unknown-tensor", TINY_WORKLOAD,
          "mapping:\n  nodes:\n  - !Storage {component: X, tensors: [A, Q]}\n  - !Compute {einsum: E}\n",
          "m", 3, "'Q'"),
     ]
@@ -138,7 +73,7 @@ def test_bad_specs():
     # the line of an error inside a Jinja-expanded file is the template's line
     tpl = write("tpl.yaml", "workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n"
                 "  {% for i in range(3) %}\n  - B{{i}}[m] = A[m]\n  {% endfor %}\n"
-                "  - name: Bad\n    tensor_acceses: []\n" + GOOD_MAPPING.replace("E}", "B0}"))
+                "  - name: Bad\n    tensor_acceses: []\n" + TINY_MAPPING.replace("E}", "B0}"))
     p = run("summary", tpl)
     check(p.returncode == 2 and tpl + ":8:" in p.stderr, "template line 8 (stderr %r)" % p.stderr)
     # a missing file, a bad -D, bad options

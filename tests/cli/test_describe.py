@@ -12,32 +12,12 @@ import os
 import sys
 
 import harness
-from harness import TMP, check, run, write
+from harness import ROOT, TMP, check, run, write
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = os.path.join(HERE, "..", "..", "..", "shared", "accelforge-examples")
+EXAMPLES = os.path.join(ROOT, "..", "shared", "accelforge-examples")
 
-WORKLOAD = """\
-workload:
-  iteration_space_shape:
-    p: 0 <= p < 8
-    r: 0 <= r < 3
-  einsums:
-  - name: Conv
-    tensor_accesses:
-    - {name: I, projection: {P: p + r}}
-    - {name: W, projection: [r]}
-    - {name: O, projection: [p], output: True}
-"""
-MAPPING = """\
-mapping:
-  nodes:
-  - !Storage {component: MainMemory, tensors: [I, W, O]}
-  - !Temporal {rank_variable: p, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I, W, O]}
-  - !Temporal {rank_variable: r, tile_shape: 1}
-  - !Compute {einsum: Conv, component: MAC}
-"""
+WORKLOAD = harness.CONV1D_WORKLOAD
+MAPPING = harness.CONV1D_MAPPING
 
 
 def describe(*args):

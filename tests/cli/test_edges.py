@@ -16,40 +16,11 @@ import xml.etree.ElementTree as ET
 
 import harness
 
-from harness import EXE, check, run, write  # noqa: E402
+from harness import EXE, ROOT, check, run, write  # noqa: E402
 
-# Two fused matmuls (N=6): DRAM holds A, B, C, Y; Buffer holds Z, one window per m tile.
+# harness.MATMULS at N=6: DRAM holds A, B, C, Y; Buffer holds Z, one window per m tile.
 # Per m tile: 3 n-tiles x 4 m x 5 k = 60 steps of Z, then 4 m x 3 n-tiles = 12 of Y.
-MATMULS = write("matmuls.yaml", """\
-workload:
-  iteration_space_shape:
-    m: 0 <= m < 6
-    k: 0 <= k < 5
-    n: 0 <= n < 7
-    j: 0 <= j < 3
-  einsums:
-  - Z[m, n] = A[m, k] * B[k, n]
-  - Y[m, j] = Z[m, n] * C[n, j]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, C, Y]}
-  - !Temporal {rank_variable: m, tile_shape: 4}
-  - !Storage {component: Buffer, tensors: [Z]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: n, tile_shape: 2, initial_tile_shape: 3}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Temporal {rank_variable: k, tile_shape: 1}
-      - !Compute {einsum: Z}
-    - !Nested
-      nodes:
-      - !Spatial {rank_variable: j, tile_shape: 1}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Temporal {rank_variable: n, tile_shape: 3}
-      - !Compute {einsum: Y}
-""")
+MATMULS = write("matmuls.yaml", harness.MATMULS)
 
 
 def summary(*args):
@@ -73,9 +44,6 @@ def test_tensor_filter_drops_levels():
     s = summary("--tensors", "Z,A", "--max-timesteps", "0")
     check(s.get("memory_levels") == ["DRAM", "Buffer"], "a prefix keeps both levels")
     check(s.get("tile_windows") == {"DRAM": {"A": []}, "Buffer": {"Z": []}}, "empty windows kept")
-
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_version():
@@ -214,6 +182,14 @@ def test_hostile_names_in_json():
     its = [parse_json(l, "iteration line") for l in p.stdout.splitlines()]
     check(p.returncode == 0 and its == [{"t": t, "einsum": einsum, "origin": {"m": t}} for t in range(3)],
           "iterations: one JSON line per timestep (%r)" % its)
+    p = run("movement", spec, text=False)
+    check(p.returncode == 0, "movement of hostile names exits 0 (%r)" % p.stderr[-300:])
+    m = parse_json(p.stdout, "movement") if p.returncode == 0 else None
+    if m is not None:
+        level = m["levels"][0]
+        check(level["level"] == "L\x02\ufffd\ufffd\ufffd", "movement level %r" % level["level"])
+        check([t["tensor"] for t in level["tensors"]] == [tensor_a, tensor_b],
+              "movement tensors %r" % [t["tensor"] for t in level["tensors"]])
     # CSV and binary carry the bytes as given; the SVG is well-formed XML.
     p = run("plot", spec, text=False)
     try:

@@ -15,21 +15,8 @@ import harness
 from harness import EXE, TMP, check, run, write  # noqa: E402
 
 
-WORKLOAD = """\
-workload:
-  iteration_space_shape: {m: 0 <= m < 4, n: 0 <= n < 3}
-  einsums:
-  - name: E
-    tensor_accesses:
-    - {name: A, projection: [m, n]}
-    - {name: B, projection: [m], output: True}
-"""
-MAPPING = """\
-mapping:
-  nodes:
-  - !Temporal {rank_variable: m, tile_shape: 1}
-  - !Compute {einsum: E}
-"""
+WORKLOAD = harness.TINY_WORKLOAD
+MAPPING = harness.TINY_MAPPING
 GOOD = write("good.yaml", WORKLOAD + MAPPING)
 
 

@@ -16,9 +16,8 @@ import re
 import subprocess
 
 import harness
-from harness import EXE, TMP, check, run, write  # noqa: F401
+from harness import EXE, ROOT, TMP, check, run, write  # noqa: F401
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONV1D = [os.path.join(ROOT, "tests", "specs", f) for f in ("conv1d.workload.yaml", "conv1d.mapping.yaml")]
 MATMULS = [os.path.join(ROOT, "tests", "specs", f) for f in ("matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml")]
 FUSED = [os.path.join(ROOT, "examples", "specs", f) for f in ("matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml")]

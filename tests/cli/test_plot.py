@@ -18,9 +18,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 
-from harness import EXE, TMP, check, finish, guarded, run  # noqa: E402
+from harness import EXE, ROOT, TMP, check, finish, guarded, run  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPECS = [os.path.join(ROOT, "examples", "specs", f)
          for f in ("matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml")]
 EXAMPLE = SPECS + ["-D", "N_EINSUMS=2", "-D", "M=8", "-D", "KN=4"]

@@ -14,30 +14,13 @@ import sys
 
 import harness
 
-from harness import EXE, TMP, check, run, write  # noqa: E402
+from harness import EXE, ROOT, TMP, check, run, write  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARALLEL_RECIPE = os.path.join(ROOT, "examples", "distributed", "parallel_shards.sh")
 SLURM_RECIPE = os.path.join(ROOT, "examples", "distributed", "slurm_shards.sbatch")
 ONE_OP = os.path.join(ROOT, "bench", "make_one_op_mapping.py")
 
-CONV1D = write("conv1d.yaml", """\
-workload:
-  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 3}
-  einsums:
-  - name: Conv
-    tensor_accesses:
-    - {name: I, projection: {P: p + r}}
-    - {name: W, projection: [r]}
-    - {name: O, projection: [p], output: True}
-mapping:
-  nodes:
-  - !Storage {component: MainMemory, tensors: [I, W, O]}
-  - !Temporal {rank_variable: p, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I, W, O]}
-  - !Temporal {rank_variable: r, tile_shape: 1}
-  - !Compute {einsum: Conv, component: MAC}
-""")
+CONV1D = write("conv1d.yaml", harness.CONV1D)
 
 # Two fused matmuls (a Sequential under a loop, imperfect tiles, a spatial loop); N sets
 # the size: N=6 is small, N=90 gives about a million accesses (several pieces per thread).

@@ -11,7 +11,6 @@ usage: run.py --source SOURCE_ROOT --build BUILD_DIR [--keep DIR]
 Each consumer runs subproject/consumer.cpp on the bundled example. Prints one line per
 failed check and 'N passed, M failed' last."""
 import argparse
-import json
 import os
 import re
 import shlex
@@ -19,6 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sanitizer import sanitizer_flags  # noqa: E402
 
 tally = {"passed": 0, "failed": 0}
 
@@ -33,18 +35,6 @@ def check(ok, what, detail=""):
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def sanitizer_flags(build):
-    """-fsanitize=... when BUILD was configured with b_sanitize: a program that links an
-    instrumented library needs the sanitizer runtimes too."""
-    p = subprocess.run(["meson", "introspect", build, "--buildoptions"], capture_output=True, text=True)
-    try:
-        options = {o["name"]: o["value"] for o in json.loads(p.stdout)}
-    except ValueError:
-        return []
-    value = options.get("b_sanitize", "none")
-    return [] if value in ("none", "", None) else ["-fsanitize=" + value]
 
 
 def soname(path):

@@ -14,11 +14,8 @@ options (the enumerating engine). Then the summaries of N shards merged with
 `looptrace merge` and `--threads 3` must equal the unsharded summary byte for byte.
 Ends with 'N passed, M failed'."""
 import argparse
-import concurrent.futures
 import json
 import os
-import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -202,12 +199,7 @@ def variants(m, rng):
 def run_case(lt, case_seed, keep):
     g, m, rng = run.small_case(case_seed, 20000, 4000)
     d = tempfile.mkdtemp(prefix=f"cf{case_seed}-")
-    files = []
-    for name, text in g["files"].items():
-        path = os.path.join(d, name)
-        with open(path, "w") as f:
-            f.write(text)
-        files.append(path)
+    files = run.write_files(g["files"], d)
     lines = []
     try:
         for label, kw in variants(m, rng):
@@ -218,11 +210,7 @@ def run_case(lt, case_seed, keep):
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
     lines = [f"FAIL seed={case_seed} {l}" for l in lines]
-    if lines:
-        dest = os.path.join(keep, str(case_seed))
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(d, dest)
-    shutil.rmtree(d, ignore_errors=True)
+    run.keep_if_failed(d, keep, case_seed, lines)
     return lines
 
 
@@ -241,15 +229,7 @@ def main():
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
-    passed = failed = 0
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        for lines in ex.map(lambda s: run_case(lt, s, a.keep), seeds):
-            for line in lines:
-                print(line, flush=True)
-            failed += bool(lines)
-            passed += not lines
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep), seeds, a.jobs))
 
 
 if __name__ == "__main__":

@@ -20,11 +20,9 @@ once); otherwise the byte checks are skipped with a NOTE line, and --require-byt
 that a failure. Ends with 'N passed, M failed'."""
 import argparse
 import collections
-import concurrent.futures
 import copy
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -102,13 +100,7 @@ def case_files(g, spec, d, rng):
         files = {"spec.yaml": generate.to_yaml(spec, rng)}
         if "arch.yaml" in g["files"]:
             files["arch.yaml"] = g["files"]["arch.yaml"]
-    paths = []
-    for name, text in files.items():
-        path = os.path.join(d, name)
-        with open(path, "w") as f:
-            f.write(text)
-        paths.append(path)
-    return paths
+    return run.write_files(files, d)
 
 
 def args_of(files, kw):
@@ -306,13 +298,7 @@ def run_case(lt, case_seed, keep, with_bytes):
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
     lines = [f"FAIL seed={case_seed} {l}" for l in lines]
-    if lines:
-        dest = os.path.join(keep, str(case_seed))
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(d, dest)
-        with open(os.path.join(dest, "failures.txt"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    shutil.rmtree(d, ignore_errors=True)
+    run.keep_if_failed(d, keep, case_seed, lines)
     return lines
 
 
@@ -333,20 +319,13 @@ def main():
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     with_bytes = reports_bytes(lt)
-    passed = failed = 0
+    failed = 0
     if not with_bytes:
         print("NOTE: looptrace gives no byte figures for bits_per_value: byte checks skipped"
               + (" (a failure with --require-bytes)" if a.require_bytes else ""))
         failed += a.require_bytes
     seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        for lines in ex.map(lambda s: run_case(lt, s, a.keep, with_bytes), seeds):
-            for line in lines:
-                print(line, flush=True)
-            failed += bool(lines)
-            passed += not lines
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed))
 
 
 if __name__ == "__main__":

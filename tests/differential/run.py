@@ -168,14 +168,47 @@ def compare(lt, files, m, kw):
     return errs
 
 
+def write_files(files, d):
+    """Writes {name: text} into folder d; returns the paths, in order."""
+    paths = []
+    for name, text in files.items():
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(text)
+        paths.append(path)
+    return paths
+
+
+def keep_if_failed(d, keep, case_seed, lines):
+    """Copies a failed case's folder d (and its failures) to keep/<case seed>; removes d."""
+    if lines:
+        dest = os.path.join(keep, str(case_seed))
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(d, dest)
+        with open(os.path.join(dest, "failures.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def run_seeds(case, seeds, jobs, failed=0):
+    """Runs case(seed) -> failure lines over `jobs` threads, printing the lines in seed
+    order and 'N passed, M failed' last (`failed` counts failures found before the
+    cases); returns the exit status."""
+    passed = 0
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        for lines in ex.map(case, seeds):
+            for line in lines:
+                print(line, flush=True)
+            failed += bool(lines)
+            passed += not lines
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def run_case(lt, case_seed, max_accesses, max_t, keep):
     g, m, rng = small_case(case_seed, max_accesses, max_t)
     d = tempfile.mkdtemp(prefix=f"diff{case_seed}-")
-    files = []
-    for name, text in g["files"].items():
-        path = os.path.join(d, name)
-        open(path, "w").write(text)
-        files.append(path)
+    files = write_files(g["files"], d)
     lines = []
     for label, kw in variants(m, rng):
         try:
@@ -185,14 +218,8 @@ def run_case(lt, case_seed, max_accesses, max_t, keep):
         for e in errs:
             opts = " ".join(cli_args([], kw))
             lines.append(f"FAIL seed={case_seed} [{label}{(' ' + opts) if opts else ''}] {e}")
-    if lines:
-        dest = os.path.join(keep, str(case_seed))
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(d, dest)
-        with open(os.path.join(dest, "failures.txt"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    shutil.rmtree(d, ignore_errors=True)
-    return case_seed, lines
+    keep_if_failed(d, keep, case_seed, lines)
+    return lines
 
 
 def _mutations(spec):
@@ -321,20 +348,7 @@ def main():
         minimize(lt, a.minimize, a.max_accesses, a.max_timesteps_total)
         return
     seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
-    passed = failed = 0
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        futs = [ex.submit(run_case, lt, s, a.max_accesses, a.max_timesteps_total, a.keep) for s in seeds]
-        for f in futs:
-            seed, lines = f.result()
-            for l in lines:
-                print(l, flush=True)
-            if lines:
-                failed += 1
-            else:
-                passed += 1
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
-
+    sys.exit(run_seeds(lambda s: run_case(lt, s, a.max_accesses, a.max_timesteps_total, a.keep), seeds, a.jobs))
 
 if __name__ == "__main__":
     main()

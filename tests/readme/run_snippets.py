@@ -16,13 +16,15 @@ The compiler is $CXX (default c++) with -std=c++20, the project's include/ and t
 library in BUILD_DIR/src; nlohmann_json's flags come from pkg-config when it has them.
 Prints one line per failure and 'N passed, M failed' last (one count per block)."""
 import argparse
-import json
 import os
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sanitizer import sanitizer_flags  # noqa: E402
 
 PRELUDE = """\
 #include <cstdio>
@@ -68,18 +70,6 @@ def program(code):
     text = "\n".join(includes) + "\n" + PRELUDE + "\nint main() {\n" + \
         "\n".join("  " + l if l else l for l in body) + "\n" + EPILOGUE
     return text, re.search(r"\buse\s*\(", code) is not None
-
-
-def sanitizer_flags(build):
-    """-fsanitize=... when BUILD was configured with b_sanitize: a program that links an
-    instrumented library needs the sanitizer runtimes too."""
-    p = subprocess.run(["meson", "introspect", build, "--buildoptions"], capture_output=True, text=True)
-    try:
-        options = {o["name"]: o["value"] for o in json.loads(p.stdout)}
-    except ValueError:
-        return []
-    value = options.get("b_sanitize", "none")
-    return [] if value in ("none", "", None) else ["-fsanitize=" + value]
 
 
 def dependency_flags():

@@ -11,6 +11,7 @@
 // child tiles open at once, never with the trace.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -19,6 +20,7 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/options.hpp"
+#include "looptrace/stages/filter.hpp"
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"
 
@@ -173,14 +175,11 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   auto traffic = trace_pipeline(s, whole);
   // The summary's tensor order: traced tensors in order of first trace (the einsum
   // filter drops traces too, as the summary's `tensors` does).
-  auto kept = [](const std::vector<std::string>& filter, const std::string& name) {
-    return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
-  };
+  const TraceFilter filter = TraceFilter::from_names(s, o.tensors, o.einsums);
   std::vector<std::string> order;
-  for (const auto& t : s.traces)
-    if (kept(o.tensors, t.tensor) && kept(o.einsums, t.einsum) &&
-        std::find(order.begin(), order.end(), t.tensor) == order.end())
-      order.push_back(t.tensor);
+  for (std::size_t i = 0; i < s.traces.size(); ++i)
+    if (filter.trace_enabled[i] && std::find(order.begin(), order.end(), s.traces[i].tensor) == order.end())
+      order.push_back(s.traces[i].tensor);
   AddressMap addresses = AddressMap::make(s, order, options.align);
   using Traffic = WindowTraffic<TileWindows<TracePipeline>>;
   Traffic windows(TileWindows<TracePipeline>(std::move(traffic), children, o.tensors), true);

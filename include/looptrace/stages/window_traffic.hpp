@@ -145,13 +145,9 @@ class WindowTraffic : public BatchRange<WindowTraffic<Up>, TileTraffic> {
   void take(const AccessBatch& batch) {
     for (const AccessRecord& r : batch) {
       if (plan_.chain[r.trace].empty()) continue;
-      if (plan_.writes[r.trace] && plan_.reads_and_writes_meet) {
-        if (!deferred_.empty() && deferred_.front().timestep != r.timestep) flush_writes();
-        deferred_.push_back(r);  // after this timestep's reads
-        continue;
-      }
       if (!deferred_.empty() && deferred_.front().timestep != r.timestep) flush_writes();
-      touch(r);
+      if (plan_.writes[r.trace] && plan_.reads_and_writes_meet) deferred_.push_back(r);  // after this timestep's reads
+      else touch(r);
     }
   }
   void touch(const AccessRecord& r) {
