@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "looptrace/schedule.hpp"
+#include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace {
@@ -40,7 +41,7 @@ class LeafCounter {
   // `enabled[k]` says whether the leaf's k-th tensor is counted (a tensor filter).
   // Enumerating one image is refused past `max_tile_points` points (SpecError).
   LeafCounter(const Schedule& schedule, const LeafSchedule& leaf, std::vector<bool> enabled,
-              std::int64_t max_tile_points = 4'000'000);
+              std::int64_t max_tile_points = kDefaultMaxTilePoints);
   LeafCounter(LeafCounter&&) noexcept;
   LeafCounter& operator=(LeafCounter&&) noexcept;
   ~LeafCounter();
@@ -63,7 +64,7 @@ class AccessCounter {
  public:
   // `trace_enabled` per Schedule::traces, `leaf_enabled` per Schedule::leaves.
   AccessCounter(const Schedule& schedule, const std::vector<bool>& trace_enabled,
-                const std::vector<bool>& leaf_enabled, std::int64_t max_tile_points = 4'000'000);
+                const std::vector<bool>& leaf_enabled, std::int64_t max_tile_points = kDefaultMaxTilePoints);
   std::int64_t accesses(const TimeRange& range);
 
  private:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "common.hpp"
+#include "empty_selection.hpp"
 #include "looptrace/movement.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/output.hpp"
@@ -31,6 +32,10 @@ void add_movement_command(CLI::App& app) {
       out.put('\n');
     }
     out.flush();
+    std::int64_t windows = 0;
+    for (const auto& level : report.levels)
+      for (const auto& t : level.tensors) windows += t.windows;
+    if (windows == 0) note_nothing_selected(schedule, args->resolved(), "no window moves anything");
   });
 }
 

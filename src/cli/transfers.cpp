@@ -2,7 +2,10 @@
 // children, with byte addresses, for DRAM simulators.
 #include <unistd.h>
 
+#include <iostream>
+
 #include "common.hpp"
+#include "empty_selection.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/transfer_formats.hpp"
 #include "looptrace/stages/transfers.hpp"
@@ -40,8 +43,19 @@ void add_transfers_command(CLI::App& app) {
     auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
     OutputBuffer out(STDOUT_FILENO);
     auto sink = make_transfer_sink(t->format, schedule, t->options.level, t->cycles_per_timestep, out);
-    for (auto batch = requests.next_batch(); !batch.empty(); batch = requests.next_batch()) sink->write(batch);
+    std::int64_t written = 0;
+    for (auto batch = requests.next_batch(); !batch.empty(); batch = requests.next_batch()) {
+      sink->write(batch);
+      written += std::int64_t(batch.size());
+    }
     out.flush();
+    if (written > 0) return;
+    const TraceOptions options = args->resolved();
+    if (children_of(schedule, t->options.level, options.tensors).empty())
+      std::cerr << "looptrace: note: no Storage node below " << t->options.level
+                << " is filled from it: its transfer trace is empty\n";
+    else
+      note_nothing_selected(schedule, options, "the transfer trace is empty");
   });
 }
 

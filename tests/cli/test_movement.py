@@ -348,8 +348,23 @@ def test_transfer_model_example():
               "the case has hits and conflicts (%d, %d)" % (outcomes.count("hit"), outcomes.count("conflict")))
 
 
+def test_empty_notes():
+    # Nothing to move: exit 0, empty or zero output, and stderr says why.
+    r = run("transfers", *CONV1D, "--level", "GlobalBuffer")
+    check(r.returncode == 0 and r.stdout == "" and
+          "no Storage node below GlobalBuffer is filled from it" in r.stderr,
+          "transfers of a level without children: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+    r = run("transfers", *CONV1D, "--level", "MainMemory", "--from", "30")
+    check(r.returncode == 0 and r.stdout == "" and "--from 30 is at or past the end" in r.stderr,
+          "transfers past the end: %d %r" % (r.returncode, r.stderr))
+    r = run("movement", *CONV1D, "--from", "30")
+    check(r.returncode == 0 and "no window moves anything" in r.stderr, "movement past the end: %r" % r.stderr)
+    r = run("movement", *CONV1D)
+    check(r.returncode == 0 and r.stderr == "", "movement of the whole run says nothing on stderr: %r" % r.stderr)
+
+
 def main():
-    return harness.main((test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
+    return harness.main((test_empty_notes, test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
                          test_errors, test_worked_example_transfers, test_simulator_formats,
                          test_shards_concatenate, test_head, test_transfer_model_example))
 

@@ -1,4 +1,4 @@
-// Stage 3: dedup within a timestep. Within one (leaf, tensor) the same element at the
+// Dedup within a timestep. Within one (leaf, tensor) the same element at the
 // same timestep is one access (SEMANTICS "Accesses"): records of one timestep and
 // trace are sorted by element and equal ones merged, their multiplicities summed.
 // Batches a projection already emits deduplicated (separable projections) pass
@@ -48,8 +48,6 @@ class Dedup : public AccessStage<Dedup<Up>> {
   {
     return up_.any_enabled();
   }
-  const Up& upstream() const { return up_; }
-
  private:
   // Sorts the records [i, j) of one timestep by (trace in order of first appearance,
   // element), writes each distinct (trace, element) once at `out`, returns the new end.

@@ -1,4 +1,4 @@
-// Stage 6: tensor and Einsum filters. Timesteps keep their numbers: a filter drops
+// Tensor and Einsum filters. Timesteps keep their numbers: a filter drops
 // accesses, never time. Placed anywhere, it pushes its mask upstream through every
 // stage that forwards it, down to the projections, so filtered traces are never
 // computed; over a source that cannot be told, it drops records as they pass.

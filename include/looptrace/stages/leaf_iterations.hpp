@@ -1,4 +1,4 @@
-// Stage 1: one leaf's iteration space, timestep by timestep, in the leaf's own time
+// One leaf's iteration space, timestep by timestep, in the leaf's own time
 // order: at each timestep the tile of every rank variable (the union over spatial
 // iterations). The time odometer advances incrementally and only the variables whose
 // loops moved are re-tiled; seeking decodes the digits in O(depth).

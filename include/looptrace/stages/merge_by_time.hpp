@@ -1,4 +1,4 @@
-// Stage 4: a k-way merge of per-leaf sources into global time order. Fused and
+// A k-way merge of per-leaf sources into global time order. Fused and
 // pipelined leaves interleave; at one timestep leaves come in tree order. Each pull
 // asks the first leaf for everything before the next leaf's turn, so an unfused
 // schedule hands over whole batches of one leaf (without a copy) and pays no
@@ -15,12 +15,6 @@
 #include "looptrace/stages/pipeline.hpp"
 
 namespace looptrace {
-
-namespace detail {
-inline std::span<const AccessRecord> values_of(const AccessBatch& b) { return b.records; }
-template <class V>
-std::span<const V> values_of(std::span<const V> b) { return b; }
-}  // namespace detail
 
 template <class Src>
 class MergeByTime

@@ -126,6 +126,13 @@ class BatchRange : public ::ranges::view_base, public std::ranges::view_base {
   std::default_sentinel_t end() { return {}; }
 };
 
+namespace detail {
+// The values of a batch, whether a stage hands out AccessBatches or plain spans.
+inline std::span<const AccessRecord> values_of(const AccessBatch& b) { return b.records; }
+template <class V>
+std::span<const V> values_of(std::span<const V> b) { return b; }
+}  // namespace detail
+
 // The shared plumbing of a stage over an AccessSource: the range of its records.
 template <class Derived>
 class AccessStage : public BatchRange<AccessStage<Derived>> {

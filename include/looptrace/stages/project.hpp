@@ -1,4 +1,4 @@
-// Stage 2: projection of a leaf's tiles into accesses. At each computing timestep,
+// Projection of a leaf's tiles into accesses. At each computing timestep,
 // every point of the tile is projected into every tensor the Einsum accesses; the
 // result is the multiset of (point, tensor) pairs, as records whose multiplicities sum
 // to the number of points, tensor by tensor in the Einsum's access order.
@@ -31,7 +31,6 @@ class Project : public AccessStage<Project> {
   std::int64_t next_timestep() const { return tiles_.next_timestep(); }
   void seek(std::int64_t t) { tiles_.seek(t); }
   const Schedule& schedule() const { return tiles_.schedule(); }
-  const LeafIterations& tiles() const { return tiles_; }
 
   // Projects only into the traces whose mask entry is true (per Schedule::traces).
   void restrict_traces(const std::vector<bool>& enabled);

@@ -1,4 +1,4 @@
-// Stage 5: the timestep selection: a prefix, a window [from, to), a shard of it, or a
+// The timestep selection: a prefix, a window [from, to), a shard of it, or a
 // sample of single timesteps (TimeSelection). It seeks its source to each selected
 // range and pulls with the range's end as horizon: it never replays what comes before.
 #pragma once
@@ -7,7 +7,6 @@
 #include <cstdint>
 
 #include "looptrace/options.hpp"
-#include "looptrace/stages/merge_by_time.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/time_selection.hpp"
 

@@ -1,4 +1,4 @@
-// Stage 7: tile windows. A Storage node keeps one tile of each of its tensors for as
+// Tile windows. A Storage node keeps one tile of each of its tensors for as
 // long as the subtree below it runs (SEMANTICS "Tile windows"). This stage follows the
 // windows of the Storage nodes of one memory level (or of every level) along the access
 // stream: each pull yields either the window events of one timestep (closes, then

@@ -1,4 +1,4 @@
-// Stage 9: the transfer trace of one memory level L (SEMANTICS "Data movement"): in
+// The transfer trace of one memory level L (SEMANTICS "Data movement"): in
 // time order, what moves between L and its children (the Storage nodes whose parent
 // for a tensor is at L). At a child window's start its fills are read from L; at its
 // end its drains are written to L. Requests carry byte addresses (every traced tensor

@@ -1,4 +1,4 @@
-// Stage 8: what each tile window moves (SEMANTICS "Data movement"). Over the tile
+// What each tile window moves (SEMANTICS "Data movement"). Over the tile
 // windows of every level, it keeps the tile of each (Storage node, tensor) in its open
 // window and, when the window closes, yields its size, its fills (elements whose first
 // access in the window is a read: they arrive from the parent) and its drains (elements
