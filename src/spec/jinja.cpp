@@ -550,6 +550,18 @@ std::shared_ptr<const ParsedTemplate> parse_template(std::string_view source, co
 // Macros calling macros, templates including templates: bounded.
 constexpr int kMaxTemplateDepth = 50;
 
+// A macro keeps its template's top-level variables alive, and they hold the macro: a
+// cycle. One render_jinja call clears every such scope when it ends.
+struct Session {
+  std::vector<std::shared_ptr<JinjaVariables>> scopes;
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    for (auto& scope : scopes) scope->clear();
+  }
+};
+
 struct MacroDef {
   std::shared_ptr<const ParsedTemplate> tmpl;
   const MacroNode* node;
@@ -561,7 +573,7 @@ struct MacroDef {
 class Renderer : public Evaluator {
  public:
   Renderer(std::shared_ptr<const ParsedTemplate> tmpl, std::shared_ptr<const JinjaVariables> base,
-           const JinjaOptions& options, std::int64_t* budget, int depth)
+           const JinjaOptions& options, std::int64_t* budget, int depth, Session& session)
       : Evaluator(false, budget, options.max_iterations),
         tmpl_(std::move(tmpl)),
         src_(tmpl_->src),
@@ -572,7 +584,9 @@ class Renderer : public Evaluator {
         top_(std::make_shared<JinjaVariables>()),
         options_(options),
         budget_(budget),
-        depth_(depth) {
+        depth_(depth),
+        session_(session) {
+    session_.scopes.push_back(top_);
     result_.files.push_back(filename_);
     result_.file_notes.emplace_back();
   }
@@ -631,7 +645,7 @@ class Renderer : public Evaluator {
     if (depth_ >= kMaxTemplateDepth)
       throw JinjaError("macros and templates call each other more than " + std::to_string(kMaxTemplateDepth) +
                        " levels deep");
-    Renderer sub(def->tmpl, def->base, options_, budget_, depth_ + 1);
+    Renderer sub(def->tmpl, def->base, options_, budget_, depth_ + 1, session_);
     sub.top_ = def->top;  // a macro sees its template's top-level variables
     sub.frames_ = def->closure;
     const MacroNode& node = *def->node;
@@ -786,7 +800,7 @@ class Renderer : public Evaluator {
   void render_node(const ImportNode& node, std::size_t) {
     const auto module = load(*node.name, node.is_from ? "{% from %}" : "{% import %}");
     auto base = std::make_shared<const JinjaVariables>(node.with_context ? visible_variables() : JinjaVariables{});
-    Renderer sub(module, base, options_, budget_, depth_ + 1);
+    Renderer sub(module, base, options_, budget_, depth_ + 1, session_);
     sub.run();  // its text is dropped; its top-level names are what it exports
     if (!node.is_from) {
       JinjaDict exports;
@@ -816,7 +830,7 @@ class Renderer : public Evaluator {
       throw;
     }
     auto base = std::make_shared<const JinjaVariables>(node.with_context ? visible_variables() : JinjaVariables{});
-    Renderer sub(included, base, options_, budget_, depth_ + 1);
+    Renderer sub(included, base, options_, budget_, depth_ + 1, session_);
     emit_pasted(sub.run(), tag);
   }
 
@@ -942,6 +956,7 @@ class Renderer : public Evaluator {
   const JinjaOptions& options_;
   std::int64_t* budget_;
   int depth_;
+  Session& session_;
   RenderedTemplate result_;
   bool at_line_start_ = true;
   std::pair<int, int> next_{0, 1};
@@ -995,8 +1010,9 @@ RenderedTemplate render_jinja(std::string_view source, const JinjaVariables& var
                               const std::string& filename, const JinjaOptions& options) {
   std::int64_t own_budget = options.max_iterations;
   std::int64_t* budget = options.iteration_budget ? options.iteration_budget : &own_budget;
+  Session session;
   return Renderer(parse_template(source, filename), std::make_shared<const JinjaVariables>(variables), options,
-                  budget, 0)
+                  budget, 0, session)
       .run();
 }
 
