@@ -100,6 +100,13 @@ workload:
 ---8<---
 {{ include_text('mapping.yaml') }}
 """)
+put("spec", """{% from 'lib/part.yaml' import x %}{% macro tn(i) %}{{ 'ABC'[i] }}{% endmacro %}
+workload:
+  rank_sizes: {M: 2}
+  einsums:
+  - "{{ tn(1) }}[m] = {{ tn(0) }}[m]"
+{% include 'lib/frag.yaml' %}
+""")
 put("spec", """{% set S = include('lib/sizes.yaml', 'rank_sizes', N=4) %}
 variables: {v: 2 * 3}
 workload:
@@ -116,6 +123,7 @@ for expression, template in (
         ("log2(N) * F", "{% raw %}{{ x }}{% endraw %}{% assert N > 1, 'small' %}{% set a, b = 1, 2 %}{{ a ~ b }}"),
         ("len(S) ** 2", "{% set d = dict(a=1) %}{% set _ = d.update({'b': 2}) %}{{ d | dictsort }} {{ echo(d.items() | list) }}"),
         ("X + 1", "{% with q = N * F %}{{ q | round(1) }}{% endwith %}{% set t %}{{ S | upper }}{% endset %}{{ t }}"),
+        ("[N, 2][0]", "{% macro m(a, b=2) %}{{ a * b }}{% if a > 0 %}{{ m(a - 1) }}{% endif %}{% endmacro %}{{ m(3, b=N) }}"),
 ):
     put("jinja", expression + "\n" + template)
 

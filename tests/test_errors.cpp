@@ -350,3 +350,16 @@ TEST_CASE("errors: scalar tensors and constant ranks are traced (regression: hea
     if (int(trace) == a) CHECK(element == t * 3 + 2);  // A[t, 2] in shape [4, 3]
   CHECK(th::summary_counts(s, looptrace::summarize(s, {})) == n);
 }
+
+TEST_CASE("errors: inputs fuzz_spec and fuzz_jinja found (regressions: a hang, a leak)") {
+  // yaml-cpp's LoadAll looped forever on this; a file is now one document read by Load.
+  // yaml-cpp reads it as empty, so the spec has no workload.
+  auto e = spec_error([] { th::spec_text("{{add_to_path(\".\")}}\n\n# c\n,19L{4 set N = 6144 %}      enames"); });
+  CHECK(contains(e.message(), "no 'workload:' in the spec files spec.yaml (spec.yaml is empty)"));
+  // A macro held its template's variables, which held the macro: a cycle that leaked
+  // (ASan builds of this test see it); a render now breaks it when it ends.
+  CHECK(looptrace::render_jinja("{% macro m(a, b=2) %}{{ a * b }}{% if a > 0 %}{{ m(a - 1) }}{% endif %}"
+                                "{% endmacro %}{{ m(3, b=N) }}",
+                                {{"N", 6}}, "t.yaml")
+            .text == "18420");
+}

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -683,4 +684,60 @@ TEST_CASE("parse_define: -D KEY=VALUE, True/False booleans, and the variable in 
   // A boolean from -D is a boolean in the template.
   CHECK(render("{% if D %}yes{% else %}no{% endif %} {{ D }} {{ D is boolean }}", {{"D", looptrace::parse_define("D=False").second}}) ==
         "no False True");
+}
+
+TEST_CASE("jinja: macros with defaults, keyword arguments, recursion and closures") {
+  CHECK(render("{% macro m(a, b=2) %}[{{ a }}-{{ b }}]{% endmacro %}{{ m(1) }}{{ m(1, 3) }}{{ m(b=5, a=4) }}") ==
+        "[1-2][1-3][4-5]");
+  CHECK(render("{% macro m(a, b=a * 2) %}{{ b }}{% endmacro %}{{ m(3) }}") == "6");
+  CHECK(render("{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, x=4) }}") == "1(2,){'x': 4}");
+  CHECK(render("{% macro m(n) %}{% if n > 0 %}{{ n }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(3) }}") == "321");
+  CHECK(render("{% set top = 'T' %}{% macro m() %}{{ top }}{% endmacro %}{{ m() | lower }}") == "t");
+  CHECK(render("{% for i in range(2) %}{% macro m() %}{{ i }}{% endmacro %}{{ m() }}{% endfor %}") == "01");
+  // AccelForge's _matmul_convention.yaml: whitespace-stripped macro bodies.
+  CHECK(render("{%- macro tn(i) -%}\n  {% if i == 0 %}\n    {{- 'I' -}}\n  {% else %}\n    {{- 'ABC'[i-1] -}}\n"
+               "  {% endif %}\n{%- endmacro -%}{{ tn(0) }}{{ tn(2) }}") == "IB");
+  CHECK(contains(error_of("{% macro m(a) %}{{ a + 1 }}{% endmacro %}{{ m() }}").message(),
+                 "macro 'm' was called without 'a'"));
+  CHECK(contains(error_of("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}").message(), "more than 50 levels deep"));
+  CHECK(contains(error_of("{% macro m() %}x").message(), "endmacro"));
+}
+
+TEST_CASE("jinja: {% import %}, {% from ... import %} and {% include %} through the host's loader") {
+  const std::map<std::string, std::string> files = {
+      {"conv.yaml", "{% set NAMES = 'ABC' %}{% set _hidden = 1 %}{% macro name(i) %}{{ NAMES[i] }}{% endmacro %}ignored"},
+      {"part.yaml", "- {{ who }}\n- two"},
+      {"self.yaml", "{% include 'self.yaml' %}"},
+  };
+  JinjaOptions options;
+  options.load_template = [&](const std::string& name) {
+    auto it = files.find(name);
+    if (it == files.end()) throw looptrace::JinjaError("template '" + name + "' is not found");
+    return std::make_pair(it->second, "lib/" + name);
+  };
+  CHECK(render_with("{% from 'conv.yaml' import name, NAMES as N %}{{ name(1) }}{{ N }}", {}, options) == "BABC");
+  CHECK(render_with("{% import 'conv.yaml' as c %}{{ c.name(2) }} {{ c.NAMES }} {{ c._hidden is defined }}", {}, options) ==
+        "C ABC False");
+  // An include sees the current variables (with context, Jinja's default) and keeps its
+  // own lines in the line map.
+  const auto r = render_jinja("x:\n{% set who = 'one' %}{% include 'part.yaml' %}", {}, "t.yaml", options);
+  CHECK(r.text == "x:\n- one\n- two");
+  CHECK(r.source_file == std::vector<int>{0, 1, 1});
+  CHECK(r.source_line == std::vector<int>{1, 1, 2});
+  CHECK(r.files[1] == "lib/part.yaml");
+  CHECK(r.file_notes[1] == "included from t.yaml:2:22");  // the tag, after 21 characters
+  CHECK(render_with("{% include 'missing.yaml' ignore missing %}.", {}, options) == ".");
+  auto error = [&](const std::string& source) -> std::string {
+    try {
+      render_with(source, {}, options);
+    } catch (const SpecError& e) {
+      return e.message();
+    }
+    return "no error";
+  };
+  CHECK(error("{% include 'missing.yaml' %}") == "template 'missing.yaml' is not found");
+  CHECK(error("{% from 'conv.yaml' import nme %}") == "the template 'lib/conv.yaml' does not define 'nme' (did you mean 'name'?)");
+  CHECK(contains(error("{% include 'self.yaml' %}"), "more than 50 levels deep"));
+  // Without a loader (plain render_jinja), they are errors.
+  CHECK(contains(error_of("{% import 'conv.yaml' as c %}").message(), "only spec files can load templates"));
 }

@@ -834,3 +834,33 @@ TEST_CASE("load: one YAML document per file ('---' starts a second one)") {
   CHECK(e.where().line == 2);
   CHECK(e.message() == "a spec file holds one YAML document, not several ('---')");
 }
+
+TEST_CASE("load: Jinja's {% from %} and {% include %} read files next to the file (AccelForge's loader)") {
+  Files f;
+  f.write("lib/_convention.yaml", R"({% if N_EINSUMS is defined %}
+  {% assert N_EINSUMS <= 8, "N_EINSUMS must be <= 8" %}
+{% endif %}
+{% set TENSOR_NAMES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" %}
+{%- macro tensor_name(i) -%}
+  {% if i == 0 %}
+    {{- TENSOR_NAMES[8] -}}
+  {% else %}
+    {{- TENSOR_NAMES[i-1] -}}
+  {% endif %}
+{%- endmacro -%})");
+  f.write("lib/_tail.yaml", "  - \"Z[m] = {{ tensor_name(N) }}[m]\"\n");
+  const std::string main = f.write("lib/w.yaml", R"({% from "_convention.yaml" import tensor_name %}
+workload:
+  rank_sizes: {M: 4}
+  einsums:
+  {% for i in range(N) %}
+  - "{{ tensor_name(i + 1) }}[m] = {{ tensor_name(i) }}[m]"
+  {% endfor %}
+{% include "_tail.yaml" %}
+)");
+  CHECK(einsum_names(load_files({main}, {{"N", 3}})) == std::vector<std::string>{"A", "B", "C", "Z"});
+  CHECK(load_files({main}, {{"N", 3}}).workload.einsums[0].accesses[0].tensor == "I");
+  // Jinja's loader looks in the file's folder only.
+  const std::string up = f.write("lib/up.yaml", "{% include '../x.yaml' %}\n");
+  CHECK(th::contains(load_files_error({up}).message(), "template '../x.yaml' is not found"));
+}

@@ -227,10 +227,31 @@ struct WithNode {
 struct AssertNode {
   ExprPtr condition, message;
 };
+struct MacroNode {
+  std::string name;
+  std::vector<std::string> params;
+  std::vector<ExprPtr> defaults;  // one per parameter; null: none
+  Body body;
+};
+// {% import NAME as ALIAS %}, {% from NAME import A [as B], ... %}, {% include NAME %}
+struct ImportNode {
+  ExprPtr name;
+  std::string alias;                                      // import ... as ALIAS
+  std::vector<std::pair<std::string, std::string>> names;  // from ... import (name, as)
+  bool is_from = false;
+  bool with_context = false;
+};
+struct IncludeNode {
+  ExprPtr name;
+  bool ignore_missing = false;
+  bool with_context = true;
+};
 
 struct Node {
   std::size_t tag;  // source offset, for error locations
-  std::variant<TextNode, OutputNode, ForNode, IfNode, SetNode, BlockSetNode, WithNode, AssertNode> content;
+  std::variant<TextNode, OutputNode, ForNode, IfNode, SetNode, BlockSetNode, WithNode, AssertNode, MacroNode,
+               ImportNode, IncludeNode>
+      content;
 };
 
 class TemplateParser {
@@ -305,7 +326,7 @@ class TemplateParser {
       stop_tokens_ = std::move(tokens);  // the enclosing block reads the rest (an elif's condition)
       return keyword;
     }
-    const bool block = keyword == "for" || keyword == "if" || keyword == "with" ||
+    const bool block = keyword == "for" || keyword == "if" || keyword == "with" || keyword == "macro" ||
                        (keyword == "set" && !inside(piece).empty() && inside(piece).find('=') == std::string_view::npos);
     if (depth >= kMaxNesting && block) throw JinjaError("blocks nested too deeply");
     if (keyword == "for") out.push_back({piece.tag, parse_for(parser, piece, depth + 1)});
@@ -313,18 +334,19 @@ class TemplateParser {
     else if (keyword == "set") parse_set(parser, piece, out, depth + 1);
     else if (keyword == "with") out.push_back({piece.tag, parse_with(parser, piece, depth + 1)});
     else if (keyword == "assert") out.push_back({piece.tag, parse_assert(parser)});
+    else if (keyword == "macro") out.push_back({piece.tag, parse_macro(parser, piece, depth + 1)});
+    else if (keyword == "import" || keyword == "from") out.push_back({piece.tag, parse_import(parser, keyword == "from")});
+    else if (keyword == "include") out.push_back({piece.tag, parse_include(parser)});
     else if (keyword == "endfor" || keyword == "endif" || keyword == "elif" || keyword == "else" ||
-             keyword == "endset" || keyword == "endwith" || keyword == "endraw")
+             keyword == "endset" || keyword == "endwith" || keyword == "endraw" || keyword == "endmacro")
       throw JinjaError("unexpected '{% " + keyword + " %}'");
-    else if (keyword == "include")
-      throw JinjaError("'{% include %}' is not supported; use {{ include_text('file.yaml') }} or include()");
-    else if (keyword == "macro" || keyword == "call" || keyword == "filter" || keyword == "block" ||
-             keyword == "extends" || keyword == "import" || keyword == "from" || keyword == "do" ||
-             keyword == "break" || keyword == "continue")
+    else if (keyword == "call" || keyword == "filter" || keyword == "block" || keyword == "extends" ||
+             keyword == "do" || keyword == "break" || keyword == "continue")
       throw JinjaError("'{% " + keyword + " %}' is not supported");
     else
       throw JinjaError("unknown statement '" + keyword + "'" +
-                       did_you_mean(keyword, {"for", "if", "set", "with", "assert", "raw"}));
+                       did_you_mean(keyword, {"for", "if", "set", "with", "assert", "raw", "macro", "import",
+                                              "from", "include"}));
     return std::nullopt;
   }
 
@@ -425,6 +447,69 @@ class TemplateParser {
     return node;
   }
 
+  // {% macro NAME(a, b=default) %}...{% endmacro %}
+  MacroNode parse_macro(ExprParser& parser, const Piece& piece, int depth) {
+    MacroNode node;
+    node.name = parser.expect_identifier("a macro name");
+    parser.expect_op("(");
+    while (!parser.at_op(")")) {
+      if (!node.params.empty()) parser.expect_op(",");
+      node.params.push_back(parser.expect_identifier("a parameter name"));
+      node.defaults.push_back(parser.accept_op("=") ? parser.expression() : nullptr);
+    }
+    parser.expect_op(")");
+    parser.expect_end();
+    if (parse_body(node.body, {"endmacro"}, depth).empty())
+      fail(piece.tag, "'{% macro " + node.name + " %}' is not closed by '{% endmacro %}'");
+    expect_stop_end();
+    return node;
+  }
+
+  // Jinja's `with context` / `without context` suffix.
+  static bool context_suffix(ExprParser& parser, bool fallback) {
+    if ((parser.at_name("with") || parser.at_name("without")) && parser.peek(1).kind == Tok::Name &&
+        parser.peek(1).text == "context") {
+      const bool with = parser.next().text == "with";
+      parser.next();
+      return with;
+    }
+    return fallback;
+  }
+
+  ImportNode parse_import(ExprParser& parser, bool is_from) {
+    ImportNode node;
+    node.is_from = is_from;
+    node.name = parser.expression();
+    if (is_from) {
+      if (!parser.accept_name("import")) throw JinjaError("expected 'import' after the template name");
+      do {
+        if (parser.at_name("with") || parser.at_name("without")) break;
+        std::string name = parser.expect_identifier("a name to import");
+        std::string as = parser.accept_name("as") ? parser.expect_identifier("a name") : name;
+        node.names.emplace_back(std::move(name), std::move(as));
+      } while (parser.accept_op(","));
+    } else {
+      if (!parser.accept_name("as")) throw JinjaError("expected 'as' after the template name");
+      node.alias = parser.expect_identifier("a name");
+    }
+    node.with_context = context_suffix(parser, false);
+    parser.expect_end();
+    return node;
+  }
+
+  IncludeNode parse_include(ExprParser& parser) {
+    IncludeNode node;
+    node.name = parser.expression();
+    if (parser.at_name("ignore") && parser.peek(1).kind == Tok::Name && parser.peek(1).text == "missing") {
+      parser.next();
+      parser.next();
+      node.ignore_missing = true;
+    }
+    node.with_context = context_suffix(parser, true);
+    parser.expect_end();
+    return node;
+  }
+
   // AccelForge's extension: {% assert CONDITION[, MESSAGE] %}
   AssertNode parse_assert(ExprParser& parser) {
     AssertNode node;
@@ -445,23 +530,69 @@ class TemplateParser {
 
 // ---------------------------------------------------------------- rendering
 
+// A template parsed once; macros keep it alive while they can be called.
+struct ParsedTemplate {
+  ParsedTemplate(std::string source, std::string name)
+      : src(std::move(source)), lines(src), filename(std::move(name)) {}
+  std::string src;
+  LineTable lines;
+  std::string filename;
+  Body body;
+};
+
+std::shared_ptr<const ParsedTemplate> parse_template(std::string_view source, const std::string& filename) {
+  auto t = std::make_shared<ParsedTemplate>(normalize_newlines(source), filename);
+  std::vector<Piece> pieces = TemplateLexer(t->src, t->lines, t->filename).run();
+  t->body = TemplateParser(t->src, std::move(pieces), t->lines, t->filename).run();
+  return t;
+}
+
+// Macros calling macros, templates including templates: bounded.
+constexpr int kMaxTemplateDepth = 50;
+
+// A macro keeps its template's top-level variables alive, and they hold the macro: a
+// cycle. One render_jinja call clears every such scope when it ends.
+struct Session {
+  std::vector<std::shared_ptr<JinjaVariables>> scopes;
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    for (auto& scope : scopes) scope->clear();
+  }
+};
+
+struct MacroDef {
+  std::shared_ptr<const ParsedTemplate> tmpl;
+  const MacroNode* node;
+  std::shared_ptr<JinjaVariables> top;         // the defining template's top-level variables
+  std::shared_ptr<const JinjaVariables> base;  // and what it was rendered with
+  std::vector<JinjaVariables> closure;         // loop and with scopes around the definition
+};
+
 class Renderer : public Evaluator {
  public:
-  Renderer(const std::string& source, const LineTable& lines, const JinjaVariables& variables,
-           const std::string& filename, const JinjaOptions& options, std::int64_t* budget)
+  Renderer(std::shared_ptr<const ParsedTemplate> tmpl, std::shared_ptr<const JinjaVariables> base,
+           const JinjaOptions& options, std::int64_t* budget, int depth, Session& session)
       : Evaluator(false, budget, options.max_iterations),
-        src_(source),
-        lines_(lines),
-        base_(variables),
-        frames_(1),
-        filename_(filename),
-        options_(options) {
-    result_.files.push_back(filename);
+        tmpl_(std::move(tmpl)),
+        src_(tmpl_->src),
+        lines_(tmpl_->lines),
+        filename_(tmpl_->filename),
+        base_ptr_(std::move(base)),
+        base_(*base_ptr_),
+        top_(std::make_shared<JinjaVariables>()),
+        options_(options),
+        budget_(budget),
+        depth_(depth),
+        session_(session) {
+    session_.scopes.push_back(top_);
+    result_.files.push_back(filename_);
     result_.file_notes.emplace_back();
   }
 
-  RenderedTemplate run(const Body& body) {
-    render(body);
+  RenderedTemplate run() {
+    render(tmpl_->body);
     // The line after a final newline maps to where the template continues.
     if (at_line_start_) {
       result_.source_line.push_back(next_.second);
@@ -470,22 +601,24 @@ class Renderer : public Evaluator {
     return std::move(result_);
   }
 
+  // The text of a macro's body with its arguments bound.
+  std::string run_macro(const MacroNode& node, JinjaVariables arguments);
+
  protected:
   JinjaValue lookup(const std::string& name) override {
     if (options_.looked_up) options_.looked_up->push_back(name);
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
       if (auto found = it->find(name); found != it->end()) return found->second;
+    if (auto found = top_->find(name); found != top_->end()) return found->second;
     if (auto found = base_.find(name); found != base_.end()) {
       tag_base_lookups_.push_back(name);
       return found->second;
     }
     if (options_.globals && options_.globals->count(name))
-      return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Host, name, {}}));
+      return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Host, name, {}, nullptr}));
     if (is_builtin_global(name, false)) return JinjaUndefined{name, ""};
     std::vector<std::string> visible;
-    for (const auto& frame : frames_)
-      for (const auto& [k, v] : frame) visible.push_back(k);
-    for (const auto& [k, v] : base_) visible.push_back(k);
+    for (const auto& [k, v] : visible_variables()) visible.push_back(k);
     if (options_.globals)
       for (const auto& [k, v] : *options_.globals) visible.push_back(k);
     return JinjaUndefined{name, "undefined variable '" + name + "'" + did_you_mean(name, visible)};
@@ -498,6 +631,7 @@ class Renderer : public Evaluator {
     call.kwargs = std::move(kwargs);
     call.where = location(current_tag_);
     call.base = &base_;
+    call.locals = *top_;
     for (const auto& frame : frames_)
       for (const auto& [k, v] : frame) call.locals[k] = v;
     JinjaValue result = options_.globals->at(f.name)(call);
@@ -505,9 +639,75 @@ class Renderer : public Evaluator {
     return result;
   }
 
+  JinjaValue call_macro(const JinjaCallable& f, std::vector<JinjaValue> args,
+                        std::vector<std::pair<std::string, JinjaValue>> kwargs) override {
+    const auto def = std::static_pointer_cast<const MacroDef>(f.macro);
+    if (depth_ >= kMaxTemplateDepth)
+      throw JinjaError("macros and templates call each other more than " + std::to_string(kMaxTemplateDepth) +
+                       " levels deep");
+    Renderer sub(def->tmpl, def->base, options_, budget_, depth_ + 1, session_);
+    sub.top_ = def->top;  // a macro sees its template's top-level variables
+    sub.frames_ = def->closure;
+    const MacroNode& node = *def->node;
+    JinjaVariables frame;
+    JinjaList extra;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (i < node.params.size()) frame[node.params[i]] = std::move(args[i]);
+      else extra.push_back(std::move(args[i]));
+    }
+    JinjaDict extra_kwargs;
+    for (auto& [k, v] : kwargs) {
+      if (std::find(node.params.begin(), node.params.end(), k) == node.params.end()) {
+        extra_kwargs.emplace_back(k, std::move(v));
+      } else {
+        if (frame.count(k)) throw JinjaError("macro '" + node.name + "' got two values for '" + k + "'");
+        frame[k] = std::move(v);
+      }
+    }
+    frame["varargs"] = JinjaValue(std::move(extra), true);
+    frame["kwargs"] = JinjaValue(std::move(extra_kwargs));
+    // Defaults see the parameters before them, as in Jinja.
+    sub.frames_.push_back(std::move(frame));
+    for (std::size_t i = 0; i < node.params.size(); ++i) {
+      JinjaVariables& bound = sub.frames_.back();
+      if (bound.count(node.params[i])) continue;
+      bound[node.params[i]] = node.defaults[i]
+                                  ? sub.eval(*node.defaults[i])
+                                  : JinjaValue(JinjaUndefined{node.params[i], "macro '" + node.name + "' was called without '" +
+                                                                                  node.params[i] + "'"});
+    }
+    JinjaVariables bound = std::move(sub.frames_.back());
+    sub.frames_.pop_back();
+    return sub.run_macro(node, std::move(bound));  // the closure stays below the arguments
+  }
+
  private:
   SourceLocation location(std::size_t offset) const {
     return {filename_, lines_.line_of(offset), lines_.column_of(offset)};
+  }
+
+  // Where `set` writes: the innermost loop, with or macro scope, else the template's top.
+  JinjaVariables& scope() { return frames_.empty() ? *top_ : frames_.back(); }
+
+  // Every variable visible here, inner scopes winning.
+  JinjaVariables visible_variables() const {
+    JinjaVariables out = base_;
+    for (const auto& [k, v] : *top_) out[k] = v;
+    for (const auto& frame : frames_)
+      for (const auto& [k, v] : frame) out[k] = v;
+    return out;
+  }
+
+  // Another template's text and file name by its Jinja name, parsed.
+  std::shared_ptr<const ParsedTemplate> load(const Expr& name_expr, const char* statement) {
+    const JinjaValue name = defined(eval(name_expr));
+    if (!name.is_string()) throw JinjaError("a template name must be a string, not " + an(name));
+    if (!options_.load_template)
+      throw JinjaError(std::string(statement) + " cannot load '" + name.as_string() + "': only spec files can load templates");
+    if (depth_ >= kMaxTemplateDepth)
+      throw JinjaError("templates include each other more than " + std::to_string(kMaxTemplateDepth) + " levels deep");
+    auto [text, file] = options_.load_template(name.as_string());
+    return parse_template(text, file);
   }
 
   void render(const Body& body) {
@@ -569,27 +769,74 @@ class Renderer : public Evaluator {
     const std::string text = eval(*node.expr).str();
     const int line = lines_.line_of(tag);
     if (pasted_ && pasted_->text == text && !pasted_->source_line.empty()) {
-      // Text another file rendered: its lines keep pointing into that file.
       const std::shared_ptr<const RenderedTemplate> p = std::move(pasted_);
-      const std::string note = "included from " + location(tag).str();
-      std::vector<int> index(p->files.size());
-      for (std::size_t f = 0; f < p->files.size(); ++f) {
-        index[f] = int(result_.files.size());
-        result_.files.push_back(p->files[f]);
-        result_.file_notes.push_back(p->file_notes[f].empty() ? note : p->file_notes[f] + ", " + note);
-      }
-      emit(text, [&](int k) {
-        const std::size_t i = std::min<std::size_t>(std::size_t(k), p->source_line.size() - 1);
-        return std::pair<int, int>{index[std::size_t(p->source_file[i])], p->source_line[i]};
-      });
+      emit_pasted(*p, tag);
       return;
     }
     emit(text, [line](int) { return std::pair<int, int>{0, line}; });
   }
 
+  // Text another file rendered: its lines keep pointing into that file.
+  void emit_pasted(const RenderedTemplate& p, std::size_t tag) {
+    const std::string note = "included from " + location(tag).str();
+    std::vector<int> index(p.files.size());
+    for (std::size_t f = 0; f < p.files.size(); ++f) {
+      index[f] = int(result_.files.size());
+      result_.files.push_back(p.files[f]);
+      result_.file_notes.push_back(p.file_notes[f].empty() ? note : p.file_notes[f] + ", " + note);
+    }
+    emit(p.text, [&](int k) {
+      const std::size_t i = std::min<std::size_t>(std::size_t(k), p.source_line.size() - 1);
+      return std::pair<int, int>{index[std::size_t(p.source_file[i])], p.source_line[i]};
+    });
+  }
+
+  void render_node(const MacroNode& node, std::size_t) {
+    auto def = std::make_shared<MacroDef>(MacroDef{tmpl_, &node, top_, base_ptr_, frames_});
+    scope()[node.name] = JinjaValue(std::make_shared<const JinjaCallable>(
+        JinjaCallable{JinjaCallable::Kind::Macro, node.name, {}, std::move(def)}));
+  }
+
+  void render_node(const ImportNode& node, std::size_t) {
+    const auto module = load(*node.name, node.is_from ? "{% from %}" : "{% import %}");
+    auto base = std::make_shared<const JinjaVariables>(node.with_context ? visible_variables() : JinjaVariables{});
+    Renderer sub(module, base, options_, budget_, depth_ + 1, session_);
+    sub.run();  // its text is dropped; its top-level names are what it exports
+    if (!node.is_from) {
+      JinjaDict exports;
+      for (const auto& [k, v] : *sub.top_)
+        if (!k.empty() && k[0] != '_') exports.emplace_back(k, v);
+      scope()[node.alias] = JinjaValue(std::move(exports));
+      return;
+    }
+    for (const auto& [name, as] : node.names) {
+      auto found = sub.top_->find(name);
+      if (found == sub.top_->end() || name[0] == '_') {
+        std::vector<std::string> names;
+        for (const auto& [k, v] : *sub.top_) names.push_back(k);
+        throw JinjaError("the template '" + module->filename + "' does not define '" + name + "'" +
+                         did_you_mean(name, names));
+      }
+      scope()[as] = found->second;
+    }
+  }
+
+  void render_node(const IncludeNode& node, std::size_t tag) {
+    std::shared_ptr<const ParsedTemplate> included;
+    try {
+      included = load(*node.name, "{% include %}");
+    } catch (const JinjaError&) {
+      if (node.ignore_missing) return;
+      throw;
+    }
+    auto base = std::make_shared<const JinjaVariables>(node.with_context ? visible_variables() : JinjaVariables{});
+    Renderer sub(included, base, options_, budget_, depth_ + 1, session_);
+    emit_pasted(sub.run(), tag);
+  }
+
   void assign(const std::vector<std::string>& targets, bool unpack, const JinjaValue& value) {
     if (!unpack) {
-      frames_.back()[targets[0]] = value;
+      scope()[targets[0]] = value;
       return;
     }
     defined(value);
@@ -597,7 +844,7 @@ class Renderer : public Evaluator {
     if (items.size() != targets.size())
       throw JinjaError("cannot unpack " + std::to_string(items.size()) + " values into " +
                        std::to_string(targets.size()) + " names");
-    for (std::size_t i = 0; i < targets.size(); ++i) frames_.back()[targets[i]] = items[i];
+    for (std::size_t i = 0; i < targets.size(); ++i) scope()[targets[i]] = items[i];
   }
 
   void render_node(const SetNode& node, std::size_t) {
@@ -632,7 +879,7 @@ class Renderer : public Evaluator {
     saved.file_notes = std::move(result_.file_notes);
     result_ = std::move(saved);
     at_line_start_ = saved_start;
-    frames_.back()[node.target] = std::move(text);
+    scope()[node.target] = std::move(text);
   }
 
   void render_node(const WithNode& node, std::size_t) {
@@ -691,19 +938,25 @@ class Renderer : public Evaluator {
                         {"first", k == 0}, {"last", k == n - 1}, {"length", n}, {"depth", 1}, {"depth0", 0}};
       if (k > 0) loop.emplace_back("previtem", items[std::size_t(k - 1)]);
       if (k + 1 < n) loop.emplace_back("nextitem", items[std::size_t(k + 1)]);
-      frames_.back()["loop"] = JinjaValue(std::move(loop));
+      scope()["loop"] = JinjaValue(std::move(loop));
       assign(node.targets, node.unpack, items[std::size_t(k)]);
       render(node.body);
       frames_.pop_back();
     }
   }
 
+  std::shared_ptr<const ParsedTemplate> tmpl_;
   const std::string& src_;
   const LineTable& lines_;
-  const JinjaVariables& base_;
-  std::vector<JinjaVariables> frames_;
   const std::string& filename_;
+  std::shared_ptr<const JinjaVariables> base_ptr_;
+  const JinjaVariables& base_;
+  std::shared_ptr<JinjaVariables> top_;  // the template's top-level variables (a module's exports)
+  std::vector<JinjaVariables> frames_;   // loops, with blocks, macro calls: innermost last
   const JinjaOptions& options_;
+  std::int64_t* budget_;
+  int depth_;
+  Session& session_;
   RenderedTemplate result_;
   bool at_line_start_ = true;
   std::pair<int, int> next_{0, 1};
@@ -711,6 +964,13 @@ class Renderer : public Evaluator {
   std::vector<std::string> tag_base_lookups_;  // base variables the current tag read
   std::shared_ptr<const RenderedTemplate> pasted_;  // what the last host call pasted
 };
+
+std::string Renderer::run_macro(const MacroNode& node, JinjaVariables arguments) {
+  frames_.push_back(std::move(arguments));
+  render(node.body);
+  frames_.pop_back();
+  return std::move(result_.text);
+}
 
 // Python expressions (spec values): names from the caller, no host functions.
 class PythonEvaluator : public Evaluator {
@@ -748,13 +1008,12 @@ int RenderedTemplate::source_file_of(int output_line_1based) const {
 
 RenderedTemplate render_jinja(std::string_view source, const JinjaVariables& variables,
                               const std::string& filename, const JinjaOptions& options) {
-  const std::string src = normalize_newlines(source);
-  const LineTable lines(src);
-  std::vector<Piece> pieces = TemplateLexer(src, lines, filename).run();
-  const Body body = TemplateParser(src, std::move(pieces), lines, filename).run();
   std::int64_t own_budget = options.max_iterations;
   std::int64_t* budget = options.iteration_budget ? options.iteration_budget : &own_budget;
-  return Renderer(src, lines, variables, filename, options, budget).run(body);
+  Session session;
+  return Renderer(parse_template(source, filename), std::make_shared<const JinjaVariables>(variables), options,
+                  budget, 0, session)
+      .run();
 }
 
 RenderedTemplate render_jinja(std::string_view source, const JinjaVariables& variables,

@@ -625,7 +625,7 @@ JinjaValue Evaluator::get_attr(const JinjaValue& obj, const std::string& name) {
                          (obj.is_sequence() && method_in(kListMethods) && (obj.is_list() || name == "index" || name == "count")) ||
                          (obj.is_string() && method_in(kStrMethods));
   if (is_method)
-    return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Method, name, obj}));
+    return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Method, name, obj, nullptr}));
   if (obj.is_dict())
     if (const JinjaValue* v = obj.find(name)) return *v;
   std::vector<std::string> keys;
@@ -667,7 +667,7 @@ JinjaValue Evaluator::eval(const Expr& e) {
       JinjaValue v = lookup(e.name);
       if (!v.is_undefined()) return v;
       if (is_builtin_global(e.name, python_)) {
-        return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Builtin, e.name, {}}));
+        return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Builtin, e.name, {}, nullptr}));
       }
       if (python_) {
         if (e.name == "pi") return M_PI;
@@ -797,6 +797,8 @@ JinjaValue Evaluator::call(const JinjaValue& f, std::vector<JinjaValue> args, Kw
       for (const auto& a : args) defined(a);
       for (const auto& [k, v] : kwargs) defined(v);
       return call_host(c, std::move(args), std::move(kwargs));
+    case JinjaCallable::Kind::Macro:
+      return call_macro(c, std::move(args), std::move(kwargs));
   }
   return {};
 }

@@ -16,10 +16,11 @@ namespace looptrace {
 // A function value: one of Jinja's (range, dict, namespace), one of Python's math
 // functions (Python expressions only), a method bound to its object, or the host's.
 struct JinjaCallable {
-  enum class Kind { Builtin, Method, Host };
+  enum class Kind { Builtin, Method, Host, Macro };
   Kind kind;
   std::string name;
-  JinjaValue self;  // Method: the object
+  JinjaValue self;                    // Method: the object
+  std::shared_ptr<const void> macro;  // Macro: its definition and template (jinja.cpp)
 };
 
 namespace jinja {
@@ -156,6 +157,12 @@ class Evaluator {
   virtual JinjaValue lookup(const std::string& name) = 0;
   virtual JinjaValue call_host(const JinjaCallable& f, std::vector<JinjaValue> args,
                                std::vector<std::pair<std::string, JinjaValue>> kwargs) = 0;
+  virtual JinjaValue call_macro(const JinjaCallable& f, std::vector<JinjaValue> args,
+                                std::vector<std::pair<std::string, JinjaValue>> kwargs) {
+    (void)args;
+    (void)kwargs;
+    throw JinjaError("macro '" + f.name + "' cannot be called here");
+  }
   bool python_;
 
  private:

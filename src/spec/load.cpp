@@ -142,6 +142,25 @@ class Loader {
     options.iteration_budget = &iterations_;
     options.looked_up = &looked_up;
     options.defines = &defines_;
+    // Jinja's own {% include %} / {% import %}: AccelForge's FileSystemLoader looks in the
+    // file's folder only, and refuses ".." and absolute names.
+    options.load_template = [this, &st](const std::string& name) {
+      bool outside = fs::path(name).is_absolute();
+      for (const auto& part : fs::path(name)) outside = outside || part == "..";
+      if (outside) throw JinjaError("template '" + name + "' is not found: Jinja loads templates only from " +
+                                    (st.directory.empty() ? std::string("the file's folder") : st.directory));
+      check_name(name);
+      const std::string path = joined(st.directory, name);
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec)) {
+        std::vector<std::string> searched{path};
+        throw JinjaError(not_found(name, {st.directory}, searched));
+      }
+      unique_files({path});
+      if (++file_loads_ > kMaxFileLoads)
+        throw JinjaError("more than " + std::to_string(kMaxFileLoads) + " files loaded through includes");
+      return std::make_pair(read_included(path), path);
+    };
     try {
       return render_jinja(text, st.data, st.display, options);
     } catch (const SpecError& e) {

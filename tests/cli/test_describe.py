@@ -146,6 +146,22 @@ def test_accelforge_gpt3():
     qk = d["einsums"][4]
     check(qk["rank_variables"] == {"b": 1, "m": 256, "h": 96, "e": 128, "p": 256}, "QK's extents %r" % qk)
     check(d["tensors"]["WFFA"] == {"ranks": ["G", "C"], "shape": [12288, 49152]}, "WFFA %r" % d["tensors"]["WFFA"])
+    # The README's example: examples/gpt3_layer.mapping.yaml traced against it (decode).
+    mapping = os.path.join(HERE, "..", "..", "examples", "gpt3_layer.mapping.yaml")
+    decode = ["-D", "BATCH_SIZE=1", "-D", "DECODE=True", "-D", "N_NEW_TOKENS=1", "-D", "N_CACHED_TOKENS=2047"]
+    s = run("summary", gpt3, mapping, *decode)
+    try:
+        summary = json.loads(s.stdout)
+    except ValueError:
+        summary = {}
+    check(s.returncode == 0 and summary.get("n_timesteps") == 1057
+          and summary.get("einsum_timespans", {}).get("QK") == [289, 385]
+          and sum(t["n_accesses"] for t in summary.get("traces", [])) == 1879707264,
+          "the README's GPT-3 summary (rc %d, %r)" % (s.returncode, s.stderr[-300:]))
+    t = run("trace", gpt3, mapping, *decode, "--einsums", "QK", "--from", "289", "--to", "290")
+    first = t.stdout.splitlines()[:1]
+    check(t.returncode == 0 and first == ['{"t": 289, "einsum": "QK", "tensor": "Q", "write": false, "element": 0, '
+                                          '"coords": [0, 0, 0, 0]}'], "the README's GPT-3 trace %r" % first)
     p, d = describe(gpt3, "-D", "BATCH_SIZE=1", "-D", "DECODE=True", "-D", "N_NEW_TOKENS=1", "-D",
                     "N_CACHED_TOKENS=4096")
     check(p.returncode == 2 and "{% assert %} failed: N_NEW_TOKENS + N_CACHED_TOKENS exceeds MAX_N_TOKENS" in p.stderr

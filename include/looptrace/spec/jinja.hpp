@@ -5,8 +5,9 @@
 // Templates: {{ expr }}, {% for a[, b] in iterable [if cond] %}...{% else %}...
 // {% endfor %} (with `loop`), {% if %}/{% elif %}/{% else %}/{% endif %},
 // {% set x = e %}, {% set a, b = e %}, {% set ns.attr = e %}, {% set x %}...{% endset %},
-// {% with %}, {% assert cond[, "message"] %} (AccelForge's extension), {% raw %},
-// {# comments #}, whitespace control with `-`. Expressions: Jinja2's grammar (literals
+// {% with %}, {% macro %}, {% import %}, {% from ... import %}, {% include %},
+// {% assert cond[, "message"] %} (AccelForge's extension), {% raw %}, {# comments #},
+// whitespace control with `-`. Expressions: Jinja2's grammar (literals
 // incl. lists, tuples and dicts; `a if c else b`; or/and/not; comparisons, `in`,
 // `not in`; + - * / // % ** ~; attributes, subscripts, slices, calls with keyword
 // arguments; filters `x | f(...)`; tests `x is [not] t`). Values are Python's: None,
@@ -177,6 +178,10 @@ struct JinjaOptions {
   // The -D values among the variables: an error in a tag that read one names it, so
   // that a wrong -D value is easy to find.
   const JinjaVariables* defines = nullptr;
+  // Jinja's own {% include %}, {% import %} and {% from ... import %}: the text and
+  // file name of a template by its name (AccelForge: relative to the file's folder).
+  // Throws JinjaError when there is none. Without it those statements are errors.
+  std::function<std::pair<std::string, std::string>(const std::string& name)> load_template;
 };
 
 // Renders `source`; errors (undefined variable, bad expression, unclosed block, a
