@@ -10,15 +10,13 @@
 namespace looptrace {
 
 int Schedule::find_tensor(const std::string& name) const {
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].name == name) return int(i);
-  return -1;
+  const auto it = tensor_index.find(name);
+  return it == tensor_index.end() ? -1 : it->second;
 }
 
 int Schedule::find_einsum(const std::string& name) const {
-  for (std::size_t i = 0; i < einsums.size(); ++i)
-    if (einsums[i] == name) return int(i);
-  return -1;
+  const auto it = einsum_index.find(name);
+  return it == einsum_index.end() ? -1 : it->second;
 }
 
 bool StorageWindows::holds(const std::string& tensor) const {
@@ -346,6 +344,7 @@ struct Compiler {
     int tensor = out.find_tensor(access.tensor);
     if (tensor < 0) {
       tensor = int(out.tensors.size());
+      out.tensor_index.emplace(access.tensor, tensor);
       out.tensors.push_back({access.tensor, {}, {}, {}, 1, spec.workload.bits_per_value_of(access.tensor)});
     }
     out.traces.push_back({e.name, access.tensor, access.is_output,
@@ -516,7 +515,10 @@ struct Compiler {
 
 Schedule compile_schedule(const Spec& spec) {
   Compiler c{spec, {}, {}, {}, {}};
-  for (const auto& e : spec.workload.einsums) c.out.einsums.push_back(e.name);
+  for (const auto& e : spec.workload.einsums) {
+    c.out.einsum_index.emplace(e.name, int(c.out.einsums.size()));
+    c.out.einsums.push_back(e.name);
+  }
   c.check_accesses();
   std::vector<const MappingNode*> enclosing;
   c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);

@@ -3,6 +3,8 @@
 // schedule, and the tile-window structure of every storage level.
 #pragma once
 
+#include <boost/container/flat_map.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -93,6 +95,8 @@ struct Schedule {
   std::vector<StorageWindows> storages;    // tree order
   std::map<std::string, ArchMemory> memories;  // the arch's !Memory sizes, by level name
 
+  // Name lookups (the sinks, filters and loaders ask often; sorted vectors, no nodes).
+  boost::container::flat_map<std::string, int> tensor_index, einsum_index;
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;
 

@@ -4,6 +4,8 @@
 // in O(depth), with no replay.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstdint>
 #include <vector>
 
@@ -43,9 +45,10 @@ class TimeOdometer {
   std::int64_t last_time() const;
 
  private:
+  // Loop nests are shallow: the digits live inline, with no heap on the hot path.
   std::int64_t base_ = 0;
-  std::vector<TimeLevel> levels_;
-  std::vector<std::int64_t> j_;
+  boost::container::small_vector<TimeLevel, 8> levels_;
+  boost::container::small_vector<std::int64_t, 8> j_;
   std::int64_t t_ = 0;
   bool done_ = false;
 };
