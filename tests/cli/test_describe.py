@@ -147,7 +147,7 @@ def test_accelforge_gpt3():
     check(qk["rank_variables"] == {"b": 1, "m": 256, "h": 96, "e": 128, "p": 256}, "QK's extents %r" % qk)
     check(d["tensors"]["WFFA"] == {"ranks": ["G", "C"], "shape": [12288, 49152]}, "WFFA %r" % d["tensors"]["WFFA"])
     # The README's example: examples/gpt3_layer.mapping.yaml traced against it (decode).
-    mapping = os.path.join(HERE, "..", "..", "examples", "gpt3_layer.mapping.yaml")
+    mapping = os.path.join(ROOT, "examples", "gpt3_layer.mapping.yaml")
     decode = ["-D", "BATCH_SIZE=1", "-D", "DECODE=True", "-D", "N_NEW_TOKENS=1", "-D", "N_CACHED_TOKENS=2047"]
     s = run("summary", gpt3, mapping, *decode)
     try:
