@@ -17,7 +17,7 @@
 namespace looptrace {
 
 // The elements one (Storage node, tensor) holds in its open window, each with how it
-// first arrived and whether it was written: a byte per element, in pages of 4096
+// first arrived and whether it was written: a byte per element, in pages of 256
 // elements taken from a pool as the window touches them and given back when it
 // closes, so memory follows the largest tile (tensors too large for a page table use
 // a hash table instead).
@@ -51,7 +51,7 @@ class TileSet {
 
  private:
   static constexpr std::uint8_t kSeen = 1, kReadFirst = 2, kWritten = 4;
-  static constexpr int kPageBits = 12;
+  static constexpr int kPageBits = 8;
   static constexpr std::int64_t kPage = std::int64_t(1) << kPageBits;
   static constexpr std::int64_t kEmpty = -1;
   std::uint8_t& state(std::int64_t element) {
