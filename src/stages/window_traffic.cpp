@@ -6,7 +6,7 @@ namespace looptrace {
 
 namespace {
 // Tensors of up to this many pages have a page table; larger ones a hash table.
-constexpr std::int64_t kMaxPages = std::int64_t(1) << 22;
+constexpr std::int64_t kMaxPages = std::int64_t(1) << 20;  // a 4 MiB page table at most
 
 std::size_t hash_slot(std::int64_t element, std::size_t mask) {
   return std::size_t((std::uint64_t(element) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
