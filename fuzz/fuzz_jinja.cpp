@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -37,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   looptrace::JinjaOptions options;
   options.globals = &globals;
   options.max_iterations = 100'000;
-  std::vector<std::string> looked_up;
+  std::set<std::string, std::less<>> looked_up;
   options.looked_up = &looked_up;
   options.defines = &vars;
   try {

@@ -606,7 +606,7 @@ class Renderer : public Evaluator {
 
  protected:
   JinjaValue lookup(const std::string& name) override {
-    if (options_.looked_up) options_.looked_up->push_back(name);
+    if (options_.looked_up) options_.looked_up->insert(name);
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
       if (auto found = it->find(name); found != it->end()) return found->second;
     if (auto found = top_->find(name); found != top_->end()) return found->second;

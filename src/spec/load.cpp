@@ -115,7 +115,7 @@ class Loader {
   Loader(const JinjaVariables& defines, const std::string& include_root)
       : defines_(defines), root_(include_root.empty() ? "" : canonical(include_root)) {}
 
-  std::vector<std::string> looked_up;  // every variable name a template looked up
+  std::set<std::string, std::less<>> looked_up;  // every variable name a template looked up
 
   // Renders, parses and resolves one file (AccelForge's load_yaml).
   SpecNodePtr load_yaml(FileState& st, const std::string& text) {
@@ -1047,7 +1047,7 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
     }
   }
   // -D values no template looked up are likely typos.
-  std::set<std::string> used(loader.looked_up.begin(), loader.looked_up.end());
+  const auto& used = loader.looked_up;
   std::vector<std::string> candidates;
   for (const auto& name : used)
     if (!variables.count(name)) candidates.push_back(name);

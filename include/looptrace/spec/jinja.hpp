@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -174,7 +175,7 @@ struct JinjaOptions {
   std::int64_t* iteration_budget = nullptr;
   // Every variable name the template looked up (defined or not), so that a caller can
   // warn about -D values nothing used.
-  std::vector<std::string>* looked_up = nullptr;
+  std::set<std::string, std::less<>>* looked_up = nullptr;
   // The -D values among the variables: an error in a tag that read one names it, so
   // that a wrong -D value is easy to find.
   const JinjaVariables* defines = nullptr;
