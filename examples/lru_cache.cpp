@@ -81,10 +81,11 @@ Arguments parse_arguments(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "-D") {
       if (i + 1 == argc) throw UsageError{"-D takes KEY=VALUE"};
-      const std::string kv = argv[++i];
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError{"-D takes KEY=VALUE, not '" + kv + "'"};
-      out.vars[kv.substr(0, eq)] = looptrace::jinja_value_from_text(kv.substr(eq + 1));
+      try {  // parse_define names the variable on a bad value
+        out.vars.insert(looptrace::parse_define(argv[++i]));
+      } catch (const looptrace::SpecError& e) {
+        throw UsageError{e.message()};
+      }
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw UsageError{"unknown option '" + arg + "'"};
     } else if (!std::ifstream(arg)) {

@@ -91,10 +91,11 @@ Arguments parse_arguments(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "-D") {
-      const std::string kv = value();
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError{"-D takes KEY=VALUE, not '" + kv + "'"};
-      out.vars[kv.substr(0, eq)] = looptrace::jinja_value_from_text(kv.substr(eq + 1));
+      try {  // parse_define names the variable on a bad value
+        out.vars.insert(looptrace::parse_define(value()));
+      } catch (const looptrace::SpecError& e) {
+        throw UsageError{e.message()};
+      }
     } else if (arg == "--banks") {
       out.banks = whole_number(arg, value(), 1 << 16);
     } else if (arg == "--row-bytes") {
