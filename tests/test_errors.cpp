@@ -10,7 +10,7 @@
 #include "helpers.hpp"
 #include "looptrace/spec/concise_einsum.hpp"
 #include "looptrace/spec/expression.hpp"
-#include "looptrace/spec/jinja.hpp"
+#include "spec/jinja.hpp"  // internal: the template engine
 
 using th::contains;
 using th::spec_error;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "looptrace/error.hpp"
-#include "looptrace/spec/jinja.hpp"
+#include "spec/jinja.hpp"  // internal: the template engine
 
 using looptrace::jinja_value_from_text;
 using looptrace::JinjaValue;

@@ -1,7 +1,7 @@
 // The Jinja2 template engine. It follows Jinja2's default Environment: no trim_blocks,
 // no lstrip_blocks, one trailing newline of the template dropped, `{%-`/`-%}` strip all
 // whitespace; and AccelForge's: StrictUndefined and the `{% assert %}` statement.
-#include "looptrace/spec/jinja.hpp"
+#include "jinja.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/spec/jinja.hpp"
+#include "jinja.hpp"
 
 namespace looptrace {
 

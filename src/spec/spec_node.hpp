@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "looptrace/error.hpp"
-#include "looptrace/spec/jinja.hpp"
+#include "jinja.hpp"
 
 namespace looptrace {
 

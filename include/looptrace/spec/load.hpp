@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/spec/jinja.hpp"
+#include "looptrace/spec/values.hpp"
 #include "looptrace/spec/mapping.hpp"
 #include "looptrace/spec/workload.hpp"
 
