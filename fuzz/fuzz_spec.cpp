@@ -81,10 +81,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       options.max_tile_points = 4096;
       options.from = middle ? schedule.n_timesteps / 2 : 0;
       options.to = *options.from + 16;
-      looptrace::AccessStream stream(schedule, options);
+      looptrace::AccessStream stream(schedule, options, 1024);
       std::int64_t last = -1;
       for (int b = 0; b < 4; ++b) {
-        auto batch = stream.next_batch(1024);
+        auto batch = stream.next_batch();
         if (batch.empty()) break;
         for (const auto& r : batch) {
           if (r.timestep < last || r.timestep >= schedule.n_timesteps) __builtin_trap();

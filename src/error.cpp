@@ -2,6 +2,30 @@
 
 namespace looptrace {
 
+std::string without_nul(std::string message) {
+  for (std::size_t at = message.find('\0'); at != std::string::npos; at = message.find('\0', at + 4))
+    message.replace(at, 1, "\\x00");
+  return message;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b != 0x7f) out += c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 0xf];
+    }
+  }
+  return out;
+}
+
 std::string SourceLocation::str() const {
   // Join the known parts with ':'; a column means nothing without its line.
   std::string out = file;

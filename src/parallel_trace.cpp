@@ -63,6 +63,7 @@ class Slot {
 
   // Writes the piece to `out`: the bytes that spilled, then the buffer.
   void write_to(int out) {
+    const WriteInProgress writing;  // an interrupt waits for the piece to go out whole
     const off_t spilled = ::lseek(spill_, 0, SEEK_CUR);
     if (spilled > 0) send_spill(out, spilled);
     if (::dup2(out, fd_) < 0) throw std::runtime_error("cannot write a trace piece");
@@ -86,7 +87,7 @@ class Slot {
     }
     ::munmap(map, std::size_t(size));
     if (error == EPIPE) throw BrokenPipe();
-    if (error) throw std::runtime_error(std::string("write failed: ") + std::strerror(error));
+    if (error) throw WriteError(std::string("cannot write the output: ") + std::strerror(error));
   }
 
   int spill_ = -1, fd_ = -1;

@@ -524,9 +524,35 @@ Schedule compile_schedule(const Spec& spec) {
   c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);
   c.out.memories = spec.memories;
   c.build(spec.mapping.root, {});
+  if (c.out.leaves.empty()) {  // nothing to trace: say so, not "the window [0, 0) is empty"
+    std::string einsums;
+    for (const auto& e : spec.workload.einsums) einsums += (einsums.empty() ? "'" : ", '") + e.name + "'";
+    throw SpecError(spec.mapping.root.where, "the mapping computes nothing: it has no !Compute node" +
+                                                 (einsums.empty() ? std::string() : " (Einsums " + einsums + " are unmapped)"));
+  }
   c.compute_shapes();
   c.check_element_arithmetic();
   return std::move(c.out);
+}
+
+void check_spatial_instances(const Schedule& s, std::int64_t max_tile_points,
+                             const std::vector<std::string>& einsums) {
+  for (const LeafSchedule& leaf : s.leaves) {
+    if (!einsums.empty() && std::find(einsums.begin(), einsums.end(), leaf.einsum) == einsums.end()) continue;
+    std::int64_t instances = 1;
+    for (const LoopLevel& loop : leaf.loops) {
+      if (!loop.spatial) continue;
+      if (__builtin_mul_overflow(instances, loop.count, &instances) || instances > max_tile_points) {
+        const std::string over =
+            loop.variable < 0 ? "a rank variable Einsum '" + leaf.einsum + "' lacks"
+                              : "'" + leaf.variables[std::size_t(loop.variable)] + "'";
+        throw SpecError(leaf.where, "the !Spatial loop over " + over + " (" + std::to_string(loop.count) +
+                                        " instances) gives Einsum '" + leaf.einsum + "' more than " +
+                                        std::to_string(max_tile_points) +
+                                        " spatial instances per timestep, the limit (--max-tile-points)");
+      }
+    }
+  }
 }
 
 }  // namespace looptrace

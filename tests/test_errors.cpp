@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "looptrace/spec/concise_einsum.hpp"
 #include "looptrace/spec/expression.hpp"
+#include "looptrace/stream.hpp"
 #include "spec/jinja.hpp"  // internal: the template engine
 
 using th::contains;
@@ -362,4 +363,63 @@ TEST_CASE("errors: inputs fuzz_spec and fuzz_jinja found (regressions: a hang, a
                                 "{% endmacro %}{{ m(3, b=N) }}",
                                 {{"N", 6}}, "t.yaml")
             .text == "18420");
+}
+
+TEST_CASE("errors: a null, empty or non-scalar mapping key is refused where it is written (regression)") {
+  // `~: 128` once bound a reference to a null node in RankSizes::size_of (UBSan).
+  auto e = load1_error("workload:\n  rank_sizes: {~: 128, M: 4}\n  einsums:\n  - \"Y[m] = X[m]\"\n"
+                       "mapping:\n  nodes:\n  - !Compute {einsum: Y}\n");
+  CHECK(e.where().line == 2);
+  CHECK(e.where().column == 16);
+  CHECK(contains(e.message(), "a mapping key must be a name, not nothing (null)"));
+  e = load1_error("workload:\n  rank_sizes:\n   : 2\n  einsums:\n  - \"Y[m] = X[m]\"\n");
+  CHECK(e.where().line == 3);
+  e = load1_error("workload:\n  rank_sizes: {\"\": 4}\n  einsums:\n  - \"Y[m] = X[m]\"\n");
+  CHECK(contains(e.message(), "not an empty string"));
+  // From a template value too: a dict with an empty key becomes YAML through the loader.
+  e = spec_error([] { th::spec_text("workload: {{ {'': 1} }}\n"); });
+  CHECK(contains(e.message(), "not an empty string"));
+}
+
+TEST_CASE("errors: a Storage node that names a tensor twice (regression: its windows counted twice)") {
+  auto e = load1_error("workload:\n  rank_sizes: {M: 8, K: 3}\n  einsums:\n  - \"Y[m] = X[m, k]\"\n"
+                       "mapping:\n  nodes:\n  - !Storage {component: DRAM, tensors: [X, Y]}\n"
+                       "  - !Storage {component: Buf, tensors: [X, X, Y]}\n  - !Compute {einsum: Y}\n");
+  CHECK(e.where().line == 8);
+  CHECK(e.where().column == 44);
+  CHECK(contains(e.message(), "names tensor 'X' twice"));
+}
+
+TEST_CASE("errors: spatial instances past the tile limit are refused before any allocation (regression)") {
+  // 10^9 PEs once allocated 16 GB of tiles in `trace` and `iterations`.
+  const std::string spec =
+      "workload:\n  iteration_space_shape: {a: 0 <= a < 1000000000}\n  einsums:\n  - \"Y[a] = X[a]\"\n"
+      "mapping:\n  nodes:\n  - !Storage {component: DRAM, tensors: [X, Y]}\n"
+      "  - !Spatial {rank_variable: a, tile_shape: 1, component: PE}\n  - !Compute {einsum: Y}\n";
+  const looptrace::Schedule s = th::compile_text(spec);
+  auto e = spec_error([&] { looptrace::check_spatial_instances(s, 4'000'000); });
+  CHECK(e.where().line == 9);
+  CHECK(contains(e.message(), "!Spatial loop over 'a' (1000000000 instances)"));
+  CHECK(contains(e.message(), "more than 4000000 spatial instances"));
+  e = spec_error([&] { looptrace::AccessStream stream(s, {}); });
+  CHECK(contains(e.message(), "--max-tile-points"));
+  // Within the limit, or for another Einsum only, nothing is said.
+  looptrace::check_spatial_instances(s, 1'000'000'000);
+  looptrace::check_spatial_instances(s, 10, {"Other"});
+}
+
+TEST_CASE("errors: a mapping that computes nothing says so") {
+  auto e = load2_error(kWorkload, "mapping:\n  nodes:\n  - !Temporal {rank_variable: m, tile_shape: 1}\n");
+  CHECK(e.where().file == "mapping.yaml");
+  CHECK(contains(e.message(), "the mapping computes nothing: it has no !Compute node (Einsums 'E' are unmapped)"));
+  e = load2_error(kWorkload, "mapping:\n  nodes: []\n");
+  CHECK(contains(e.message(), "computes nothing"));
+}
+
+TEST_CASE("errors: messages keep a NUL and show control bytes escaped") {
+  CHECK(looptrace::printable(std::string("a\0b\x1b[31m\n\t\x7f\xc3\xa9", 13)) == "a\\x00b\\x1b[31m\\n\\t\\x7f\xc3\xa9");
+  CHECK(looptrace::without_nul(std::string("x\0y\0", 4)) == "x\\x00y\\x00");
+  // A NUL inside an Einsum string once cut the message at the NUL (what() is a C string).
+  auto e = load1_error(std::string("workload:\n  rank_sizes: {M: 4}\n  einsums:\n  - \"Y[m] = X[m] + \\0Q\"\n"));
+  CHECK(contains(e.message(), "found '\\x00'"));
 }

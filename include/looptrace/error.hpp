@@ -3,8 +3,18 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace looptrace {
+
+// Text from a user's file made safe for a terminal: control bytes (NUL, ESC, newline,
+// DEL, ...) become \xNN (\n, \t as such), so a message is neither cut at a NUL nor
+// able to drive the terminal. Other bytes, UTF-8 among them, pass unchanged.
+std::string printable(std::string_view text);
+
+// A message for an exception whose text travels as what() (a C string): a NUL from a
+// user's file would cut it there, so each becomes the four characters \x00.
+std::string without_nul(std::string message);
 
 // Where in an input file something stands (1-based; 0 means unknown).
 struct SourceLocation {
@@ -34,7 +44,7 @@ class SpecError : public std::runtime_error {
 class ExpressionError : public std::runtime_error {
  public:
   ExpressionError(std::size_t column, const std::string& message)
-      : std::runtime_error(message), column_(column) {}
+      : std::runtime_error(without_nul(message)), column_(column) {}
   std::size_t column() const noexcept { return column_; }
 
  private:

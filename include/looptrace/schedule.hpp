@@ -112,4 +112,11 @@ struct Schedule {
 // the Einsum has, no 64-bit overflow) and throws SpecError naming the node otherwise.
 Schedule compile_schedule(const Spec& spec);
 
+// Refuses (SpecError at the Compute node, naming the !Spatial loop) a leaf of one of
+// `einsums` (empty: all) whose spatial loops give more than `max_tile_points`
+// instances: each instance holds at least one point of one timestep's tile, and the
+// stages keep a timestep's instances in memory. Call it before tracing a file.
+void check_spatial_instances(const Schedule& schedule, std::int64_t max_tile_points,
+                             const std::vector<std::string>& einsums = {});
+
 }  // namespace looptrace

@@ -24,6 +24,7 @@ namespace looptrace {
 // selected timesteps. Throws SpecError for options that contradict the schedule.
 inline auto trace_pipeline(const Schedule& schedule, const TraceOptions& options,
                            std::size_t batch_records = kDefaultBatchRecords) {
+  check_spatial_instances(schedule, options.max_tile_points, options.einsums);
   return leaves(schedule) | project(options.max_tile_points, batch_records) | dedup() |
          merge_by_time(batch_records) | filter_traces(options.tensors, options.einsums) |
          select_time(options);
@@ -34,6 +35,7 @@ using TracePipeline =
 // Each computing leaf's tiles per timestep, one Iteration per spatial iteration, for
 // the Einsum filter and the time selection of `options` (tensor filters do not apply).
 inline auto iteration_pipeline(const Schedule& schedule, const TraceOptions& options) {
+  check_spatial_instances(schedule, options.max_tile_points, options.einsums);
   return leaves(schedule) | filter_traces({}, options.einsums) | merge_by_time() | select_time(options);
 }
 using IterationPipeline =

@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include <iostream>
+#include <limits>
 
 #include "looptrace/error.hpp"
 
@@ -21,27 +22,55 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-// CLI11 saturates an out-of-range integer to the type's limit; refuse it instead.
-// `is_signed` false also refuses a minus sign (CLI11 wraps "-1" for an unsigned seed).
-CLI::Validator whole_number(bool is_signed) {
-  return CLI::Validator(
-      [is_signed](std::string& text) -> std::string {
-        const std::string limit = is_signed ? "9223372036854775807" : "18446744073709551615";
-        try {
-          std::size_t used = 0;
-          if (is_signed) std::stoll(text, &used, 10);
-          else if (text.find('-') == std::string::npos) std::stoull(text, &used, 10);
-          if (used == text.size() && used > 0) return {};
-        } catch (const std::out_of_range&) {
-          return "'" + text + "' is larger than " + limit;
-        } catch (const std::exception&) {
-        }
-        return "'" + text + "' is not a whole number" + (is_signed ? "" : " from 0 to " + limit);
-      },
-      is_signed ? "INT" : "UINT");
+// The text as the user wrote it, quoted unless it reads as a number.
+std::string shown(const std::string& text) {
+  const bool numeric = !text.empty() && text.find_first_not_of("+-0123456789.eE") == std::string::npos;
+  return numeric ? text : "'" + text + "'";
 }
 
 }  // namespace
+
+// CLI11 saturates an out-of-range integer to the type's limit and prints ranges as
+// 309-digit doubles; this says what the option takes instead ("takes a whole number
+// >= 0, not -1"; main() puts the option's name first). A minus sign is refused for
+// unsigned options (CLI11 wraps "-1" for an unsigned seed).
+CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
+  std::string range = max == std::numeric_limits<std::int64_t>::max()
+                          ? ">= " + std::to_string(min)
+                          : "from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        const std::string takes = "takes a whole number " + range + ", not " + shown(text);
+        try {
+          std::size_t used = 0;
+          const long long v = std::stoll(text, &used, 10);
+          if (used != text.size() || used == 0) return takes;
+          if (v < min || v > max) return takes;
+          return {};
+        } catch (const std::out_of_range&) {
+          return takes + " (too large)";
+        } catch (const std::exception&) {
+          return takes;
+        }
+      },
+      "INT");
+}
+
+CLI::Validator whole_number_u64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::string takes = "takes a whole number from 0 to 18446744073709551615, not " + shown(text);
+        try {
+          std::size_t used = 0;
+          if (text.find('-') != std::string::npos) return takes;
+          std::stoull(text, &used, 10);
+          return used == text.size() && used > 0 ? std::string() : takes;
+        } catch (const std::exception&) {
+          return takes;
+        }
+      },
+      "UINT");
+}
 
 void CommonArgs::add_to(CLI::App& app, unsigned offer) {
   app.add_option("files", files, "Spec files (YAML, may be Jinja templates), merged by top-level key")
@@ -54,25 +83,20 @@ void CommonArgs::add_to(CLI::App& app, unsigned offer) {
     app.add_option("--max-tile-points", options.max_tile_points,
                    "Refuse a timestep whose tile holds more points than this")
         ->capture_default_str()
-        ->check(whole_number(true))
-        ->check(CLI::PositiveNumber);
+        ->check(whole_number(1));
   app.add_option("--max-timesteps", options.max_timesteps,
                  "Only the first N timesteps (the exact prefix)")
-      ->check(whole_number(true))
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app.add_option("--from", options.from, "Start of the timestep window [from, to)")
-      ->check(whole_number(true))
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app.add_option("--to", options.to, "End of the timestep window [from, to)")
-      ->check(whole_number(true))
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app.add_option("--sample-timesteps", options.sample_timesteps,
                  "K distinct timesteps of the window, chosen uniformly, in time order")
-      ->check(whole_number(true))
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app.add_option("--seed", options.seed, "Seed for --sample-timesteps")
       ->capture_default_str()
-      ->check(whole_number(false));
+      ->check(whole_number_u64());
   app.add_option("--shard", shard, "Shard I/N: the I-th of N nearly equal contiguous timestep ranges");
 }
 
@@ -99,7 +123,7 @@ TraceOptions CommonArgs::resolved() const {
 }
 
 void print_warnings(const Spec& spec) {
-  for (const auto& w : spec.warnings) std::cerr << "looptrace: " << w.str() << "\n";
+  for (const auto& w : spec.warnings) std::cerr << "looptrace: " << printable(w.str()) << "\n";
 }
 
 Schedule CommonArgs::load() {
@@ -110,7 +134,10 @@ Schedule CommonArgs::load() {
   }
   const Spec spec = load_spec(files, vars);
   print_warnings(spec);
-  return compile_schedule(spec);
+  Schedule schedule = compile_schedule(spec);
+  // Before any stage allocates a timestep's spatial instances.
+  check_spatial_instances(schedule, options.max_tile_points, split_list(einsums));
+  return schedule;
 }
 
 }  // namespace looptrace::cli

@@ -32,6 +32,11 @@ struct CommonArgs {
   TraceOptions resolved() const;
 };
 
+// Validators for numeric options: a whole number in [min, max] (unsigned: any
+// uint64), refused with "takes a whole number >= 1, not 0".
+CLI::Validator whole_number(std::int64_t min, std::int64_t max = INT64_MAX);
+CLI::Validator whole_number_u64();
+
 // Prints a spec's warnings (a top-level key given twice, a -D nothing used) to stderr.
 void print_warnings(const Spec& spec);
 

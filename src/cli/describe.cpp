@@ -1,9 +1,12 @@
 // `looptrace describe`: the Einsums, tensors and (with a mapping) compiled LoopTree of a
 // spec, as AccelForge reads it: one JSON object, or an indented tree (--format text).
+#include <unistd.h>
+
 #include <iostream>
 
 #include "common.hpp"
 #include "looptrace/describe.hpp"
+#include "looptrace/sinks/output.hpp"
 
 namespace looptrace::cli {
 
@@ -34,9 +37,9 @@ void add_describe_command(CLI::App& app) {
     const Spec spec = load_spec(args->files, vars, options);
     print_warnings(spec);
     const SpecDescription d = describe_spec(spec);
-    if (args->format == "text") std::cout << describe_text(d);
-    else std::cout << describe_json(d) << "\n";
-    std::cout.flush();
+    OutputBuffer out(STDOUT_FILENO);  // a failed write is an error (exit 1), EPIPE is not
+    out.write(args->format == "text" ? describe_text(d) : describe_json(d) + "\n");
+    out.flush();
   });
 }
 

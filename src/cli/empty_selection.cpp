@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "looptrace/error.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace::cli {
@@ -75,7 +76,7 @@ std::string why_nothing_selected(const Schedule& s, const TraceOptions& o) {
 }
 
 void note_nothing_selected(const Schedule& s, const TraceOptions& o, const std::string& what) {
-  std::cerr << "looptrace: note: nothing selected: " << why_nothing_selected(s, o) << "; " << what << "\n";
+  std::cerr << "looptrace: note: nothing selected: " << printable(why_nothing_selected(s, o)) << "; " << what << "\n";
 }
 
 }  // namespace looptrace::cli

@@ -34,7 +34,9 @@ void add_iterations_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "iterations", "Stream each computing leaf's tile origins per timestep as JSON Lines");
   auto args = std::make_shared<CommonArgs>();
-  args->add_to(*cmd, 0);  // no tensor is projected: --tensors and --max-tile-points do nothing
+  // No tensor is projected (no --tensors), but a timestep's spatial instances are
+  // held: --max-tile-points bounds them.
+  args->add_to(*cmd, offer_max_tile_points);
   cmd->callback([args] {
     Schedule schedule = args->load();
     const TraceOptions options = args->resolved();

@@ -1,7 +1,9 @@
 // The looptrace command: subcommands over one spec -> schedule -> stages -> sinks flow.
 // Exit status: 0 done (also when the reader of stdout went away), 2 bad input,
-// 1 an internal failure.
+// 1 an internal failure or a failed write, 128 + signal after Ctrl-C (SIGINT) or SIGTERM.
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <iostream>
 
@@ -10,8 +12,21 @@
 #include "looptrace/sinks/output.hpp"
 #include "suggest.hpp"
 
+// What went to std::cout (describe, merge, help) must have reached the file: a full
+// disk is an error (exit 1), a reader that went away is not (exit 0).
+static int finish_stdout() {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout && std::fflush(stdout) == 0) return 0;
+  if (errno == EPIPE) return 0;
+  std::cerr << "looptrace: error: cannot write standard output"
+            << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
+  return 1;
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe shows up as EPIPE, handled below
+  looptrace::exit_between_records_on_interrupt();  // Ctrl-C: whole records, then exit 130
   CLI::App app{"looptrace: which tensor elements a LoopTree mapping touches at each timestep"};
   app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION, "Print the version and exit");
   app.require_subcommand(1);
@@ -26,32 +41,42 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? finish_stdout() : 1;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? finish_stdout() : 1;
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? finish_stdout() : 1;
   } catch (const CLI::ParseError& e) {
     // A misspelt subcommand or option makes CLI11 complain about something else (the
     // next word taken as a file): name the misspelling, and what was meant.
     if (auto unknown = looptrace::cli::unknown_argument(app, std::vector<std::string>(argv + 1, argv + argc))) {
-      std::cerr << "looptrace: error: " << *unknown << "\n";
+      std::cerr << "looptrace: error: " << looptrace::printable(*unknown) << "\n";
+      return 2;
+    }
+    if (dynamic_cast<const CLI::ValidationError*>(&e)) {
+      // "--max-timesteps: takes a whole number >= 0, not -1" reads as a sentence without the colon.
+      std::string message = e.what();
+      if (auto colon = message.find(": takes "); colon != std::string::npos) message.erase(colon, 1);
+      std::cerr << "looptrace: error: " << looptrace::printable(message) << "\n";
       return 2;
     }
     app.exit(e);
     return 2;
   } catch (const looptrace::SpecError& e) {
-    std::cerr << "looptrace: " << (e.where().str().empty() ? "" : e.where().str() + ": ")
-              << "error: " << e.message() << "\n";
+    std::cerr << "looptrace: " << looptrace::printable(e.where().str().empty() ? "" : e.where().str() + ": ")
+              << "error: " << looptrace::printable(e.message()) << "\n";
     return 2;
   } catch (const looptrace::BrokenPipe&) {
     return 0;
+  } catch (const looptrace::WriteError& e) {
+    std::cerr << "looptrace: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "looptrace: internal error: " << e.what() << "\n";
+    std::cerr << "looptrace: internal error: " << looptrace::printable(e.what()) << "\n";
     return 1;
   } catch (...) {  // never terminate() on something unexpected
     std::cerr << "looptrace: internal error: an unknown exception\n";
     return 1;
   }
-  return 0;
+  return finish_stdout();
 }

@@ -19,7 +19,7 @@ void add_movement_command(CLI::App& app) {
   auto threads = std::make_shared<int>(1);
   cmd->add_option("--threads", *threads, "Workers, each keeping the tiles of some memory levels (the output is the same)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(whole_number(1, 1024));
   cmd->callback([args, format, threads] {
     Schedule schedule = args->load();
     const MovementReport report = summarize_movement(schedule, args->resolved(), *threads);

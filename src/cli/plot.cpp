@@ -1,4 +1,6 @@
 // `looptrace plot`: the iteration-space vs data-space picture as SVG.
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -6,6 +8,7 @@
 
 #include "common.hpp"
 #include "looptrace/error.hpp"
+#include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "progress.hpp"
 
@@ -23,13 +26,16 @@ struct PlotArgs {
 
 void write_output(const std::string& path, const std::string& text) {
   if (path == "-") {
-    std::cout << text << std::flush;
+    OutputBuffer out(STDOUT_FILENO);  // a failed write is an error (exit 1), EPIPE is not
+    out.write(text);
+    out.flush();
     return;
   }
   std::ofstream out(path, std::ios::binary);
+  if (!out) throw SpecError("cannot open '" + path + "' for writing");  // a bad -o: exit 2
   out << text;
   out.close();
-  if (!out) throw SpecError("cannot write '" + path + "'");
+  if (!out) throw WriteError("cannot write '" + path + "'");
 }
 
 // "A:B", "A:" or ":B" with whole numbers 0 <= A < B: the range [A, B), an end left out
@@ -77,10 +83,10 @@ void add_plot_command(CLI::App& app) {
   cmd->add_option("--max-points", plot->plot.max_points,
                   "Past this many accesses, draw a density raster per panel")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd->add_option("--width", plot->plot.width, "Picture width in pixels")
       ->capture_default_str()
-      ->check(CLI::Range(300, 20000));
+      ->check(whole_number(300, 20000));
   cmd->callback([args, plot] {
     Schedule schedule = args->load();
     TraceOptions options = args->resolved();

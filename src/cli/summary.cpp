@@ -26,7 +26,7 @@ void add_summary_command(CLI::App& app) {
   cmd->add_option("--threads", summary->threads,
                   "Workers, each on a contiguous part of the selection (the output is the same)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(whole_number(1, 1024));
   cmd->callback([args, windows, summary] {
     Schedule schedule = args->load();
     summary->windows = *windows == "compact" ? WindowsForm::compact

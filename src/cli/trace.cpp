@@ -22,7 +22,7 @@ void add_trace_command(CLI::App& app) {
   cmd->add_option("--threads", *threads,
                   "Workers that format contiguous timestep ranges (the output is the same bytes)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(whole_number(1, 1024));
   cmd->callback([args, format, threads] {
     Schedule schedule = args->load();
     const TraceOptions options = args->resolved();

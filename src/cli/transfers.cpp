@@ -6,6 +6,7 @@
 
 #include "common.hpp"
 #include "empty_selection.hpp"
+#include "looptrace/error.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/transfer_formats.hpp"
 #include "looptrace/stages/transfers.hpp"
@@ -31,16 +32,19 @@ void add_transfers_command(CLI::App& app) {
       ->check(CLI::IsMember({"jsonl", "dramsim3", "ramulator2"}));
   cmd->add_option("--line-bytes", t->options.line_bytes, "Coalesce requests to lines of this many bytes")
       ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
+      ->check(whole_number(1, std::int64_t(1) << 30));
   cmd->add_option("--align", t->options.align, "Each tensor starts at a multiple of this many bytes")
       ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 40));
+      ->check(whole_number(1, std::int64_t(1) << 40));
   cmd->add_option("--cycles-per-timestep", t->cycles_per_timestep, "dramsim3: a request at timestep t is at cycle t * C")
       ->capture_default_str()
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
+      ->check(whole_number(1, std::int64_t(1) << 20));
   cmd->callback([args, t] {
     Schedule schedule = args->load();
     auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
+    if (t->options.align % t->options.line_bytes != 0)
+      std::cerr << "looptrace: warning: --align " << t->options.align << " is not a multiple of --line-bytes "
+                << t->options.line_bytes << ": the end of one tensor and the start of the next may share a line\n";
     OutputBuffer out(STDOUT_FILENO);
     auto sink = make_transfer_sink(t->format, schedule, t->options.level, t->cycles_per_timestep, out);
     std::int64_t written = 0;
@@ -52,7 +56,7 @@ void add_transfers_command(CLI::App& app) {
     if (written > 0) return;
     const TraceOptions options = args->resolved();
     if (children_of(schedule, t->options.level, options.tensors).empty())
-      std::cerr << "looptrace: note: no Storage node below " << t->options.level
+      std::cerr << "looptrace: note: no Storage node below " << printable(t->options.level)
                 << " is filled from it: its transfer trace is empty\n";
     else
       note_nothing_selected(schedule, options, "the transfer trace is empty");

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "formats.hpp"
+#include "looptrace/error.hpp"
 
 namespace looptrace {
 
@@ -22,14 +23,21 @@ void put_le(OutputBuffer& out, T v) {
   out.commit(p + sizeof v);
 }
 
-void put_name(OutputBuffer& out, const std::string& s) {
-  put_le<std::uint16_t>(out, std::uint16_t(std::min<std::size_t>(s.size(), 65535)));
-  out.write(std::string_view(s).substr(0, 65535));
+void put_name(OutputBuffer& out, const std::string& s) {  // at most 65535 bytes (checked)
+  put_le<std::uint16_t>(out, std::uint16_t(s.size()));
+  out.write(s);
 }
 
 class BinarySink final : public AccessSink {
  public:
-  BinarySink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {}
+  BinarySink(const Schedule& s, OutputBuffer& out) : schedule_(s), out_(out) {
+    // The header's u16 lengths: a longer name is refused before any output, not cut.
+    for (const auto& t : s.traces)
+      for (const std::string* name : {&t.einsum, &t.tensor})
+        if (name->size() > 65535)
+          throw SpecError("--format binary holds names of at most 65535 bytes; '" + name->substr(0, 32) +
+                          "...' has " + std::to_string(name->size()) + " (use --format jsonl or csv)");
+  }
   void begin() override {
     out_.write("LOOPTRC1");
     put_le<std::uint32_t>(out_, std::uint32_t(schedule_.traces.size()));

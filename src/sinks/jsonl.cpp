@@ -91,8 +91,10 @@ class JsonlSink final : public AccessSink {
         timestep_ = r.timestep;
         timestep_size_ = std::size_t(write_int(timestep_text_, r.timestep) - timestep_text_);
       }
-      // Room for whole fixed-size copies: each copies its buffer and moves by its length.
-      char* p = out_.reserve(sizeof middle.text + 2 * sizeof timestep_text_ + 48 + c.text.size());
+      // Room for whole fixed-size copies: each copies its buffer and moves by its length
+      // (a long middle, from a long or escaped name, is copied by its own length).
+      char* p = out_.reserve(std::max(middle.size, sizeof middle.text) + 2 * sizeof timestep_text_ + 48 +
+                             c.text.size());
       p = put(p, "{\"t\": ");
       std::memcpy(p, timestep_text_, sizeof timestep_text_);
       p += timestep_size_;

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/error.hpp"
 #include "looptrace/spec/values.hpp"
 
 namespace looptrace {
@@ -62,7 +63,7 @@ using JinjaGlobals = std::map<std::string, JinjaFunction, std::less<>>;
 // A problem inside one tag or expression; the renderer adds the tag's location.
 class JinjaError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit JinjaError(const std::string& message) : std::runtime_error(without_nul(message)) {}
 };
 
 

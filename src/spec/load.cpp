@@ -491,6 +491,12 @@ struct Reader {
     if (!node.is_scalar()) fail(node, what + " must be a single value, not " + kind_of(node));
     return node.text;
   }
+  // A name others refer to (a tensor, an Einsum): a single value that is not empty.
+  std::string name(const SpecNode& node, const std::string& what) const {
+    std::string text = string(node, what);
+    if (text.empty()) fail(node, what + " is empty");
+    return text;
+  }
   std::int64_t integer(const SpecNode& node, const std::string& what) const {
     const std::string text = string(node, what);
     try {
@@ -594,7 +600,9 @@ class RankSizes {
  private:
   std::int64_t size_of(const std::string& rank) const {
     if (auto it = done_.find(rank); it != done_.end()) return it->second;
-    const SpecNode& node = *sizes_->find(rank);
+    const SpecNode* found = sizes_->find(rank);
+    if (!found) in_.fail(*sizes_, "rank_sizes has no rank '" + rank + "'");
+    const SpecNode& node = *found;
     const std::string what = "rank size of '" + rank + "'";
     if (std::find(busy_.begin(), busy_.end(), rank) != busy_.end())
       in_.fail(node, what + " depends on itself (" + join(busy_, " -> ") + " -> " + rank + ")");
@@ -694,7 +702,7 @@ TensorAccess read_tensor_access(const Reader& in, const SpecNode& node) {
   access.where = node.where;
   const SpecNode* name = node.find("name");
   if (!name) in.fail(node, "a tensor access needs a 'name'");
-  access.tensor = in.string(*name, "the tensor name");
+  access.tensor = in.name(*name, "the tensor name");
   if (const SpecNode* output = node.find("output")) access.is_output = in.boolean(*output, "'output'");
   if (const SpecNode* bits = node.find("bits_per_value")) access.bits_per_value = bits_of(in, *bits, access.tensor);
   const SpecNode* projection = node.find("projection");
@@ -745,7 +753,7 @@ void add_access_keys(const Reader& in, const SpecNode& list, Einsum& einsum, con
                    "projection", "output"});
     const SpecNode* name = entry->find("name");
     if (!name) in.fail(*entry, "a tensor access needs a 'name'");
-    const std::string tensor = in.string(*name, "the tensor name");
+    const std::string tensor = in.name(*name, "the tensor name");
     if (std::none_of(einsum.accesses.begin(), einsum.accesses.end(),
                      [&](const TensorAccess& a) { return a.tensor == tensor; }))
       in.fail(*name, "tensor '" + tensor + "' is not in the Einsum '" + text + "'");
@@ -771,11 +779,11 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
   if (const SpecNode* concise = node.find("einsum")) {
     einsum = from_concise(in, *concise);
     if (accesses) add_access_keys(in, *accesses, einsum, concise->text);
-    if (const SpecNode* name = node.find("name")) einsum.name = in.string(*name, "the Einsum name");
+    if (const SpecNode* name = node.find("name")) einsum.name = in.name(*name, "the Einsum name");
   } else {
     const SpecNode* name = node.find("name");
     if (!name) in.fail(node, "an Einsum needs a 'name' (or an 'einsum' string)");
-    einsum.name = in.string(*name, "the Einsum name");
+    einsum.name = in.name(*name, "the Einsum name");
     if (!accesses) in.fail(node, "Einsum '" + einsum.name + "' needs 'tensor_accesses'");
     in.expect_list(*accesses, "tensor_accesses");
     for (const auto& a : accesses->items) einsum.accesses.push_back(read_tensor_access(in, *a));
@@ -896,7 +904,12 @@ MappingNode read_node(const Reader& in, const SpecNode& node, int depth) {
       const SpecNode* tensors = node.find("tensors");
       if (!tensors) in.fail(node, what + " needs 'tensors'");
       in.expect_list(*tensors, "tensors");
-      for (const auto& t : tensors->items) out.tensors.push_back(in.string(*t, "a tensor name"));
+      for (const auto& t : tensors->items) {
+        std::string tensor = in.name(*t, "a tensor name");
+        if (std::find(out.tensors.begin(), out.tensors.end(), tensor) != out.tensors.end())
+          in.fail(*t, what + " names tensor '" + tensor + "' twice");  // a typo for another tensor?
+        out.tensors.push_back(std::move(tensor));
+      }
       if (const SpecNode* c = node.find("component")) out.component = in.string(*c, "component");
       break;
     }

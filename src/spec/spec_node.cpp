@@ -47,6 +47,8 @@ void charge(NodeBudget& budget, std::int64_t n, const SourceLocation& where) {
                                " nodes once YAML aliases and includes are expanded (do aliases repeat a subtree?)");
 }
 
+std::string kind_name(const SpecNode& n);
+
 // Deeper than yaml-cpp parses: only an alias inside its own anchor gets here.
 constexpr int kMaxDepth = 2500;
 
@@ -72,8 +74,16 @@ SpecNodePtr convert(const YAML::Node& n, const RenderedSource& src, NodeBudget& 
       break;
     case YAML::NodeType::Map:
       out->kind = SpecNode::Kind::Map;
-      for (const auto& kv : n)
-        out->entries.emplace_back(convert(kv.first, src, budget, depth + 1), convert(kv.second, src, budget, depth + 1));
+      for (const auto& kv : n) {
+        SpecNodePtr key = convert(kv.first, src, budget, depth + 1);
+        // Every reader looks keys up by their text: a null (`~:`, `: 2`) or empty key
+        // would name nothing, so it is refused where it is written. (A list or mapping
+        // as a key is refused by the reader of that part, which knows what it expects.)
+        if (key->is_null() || (key->is_scalar() && key->text.empty()))
+          fail_at(*key, "a mapping key must be a name, not " +
+                            (key->is_null() ? kind_name(*key) : std::string("an empty string")));
+        out->entries.emplace_back(std::move(key), convert(kv.second, src, budget, depth + 1));
+      }
       break;
     default:
       out->kind = SpecNode::Kind::Null;
@@ -340,8 +350,10 @@ SpecNodePtr node_from_value(const JinjaValue& v, const SpecNode& where, NodeBudg
       break;
     case JinjaValue::Kind::Dict:
       out->kind = SpecNode::Kind::Map;
-      for (const auto& [k, x] : v.dict())
+      for (const auto& [k, x] : v.dict()) {
+        if (k.str().empty()) fail_at(where, "a mapping key must be a name, not an empty string");
         out->entries.emplace_back(node_from_value(k.str(), where, budget), node_from_value(x, where, budget));
+      }
       break;
     default: fail_at(where, jinja::an(v) + " cannot become YAML");
   }

@@ -1,10 +1,17 @@
 #include "looptrace/stages/transfers.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "looptrace/error.hpp"
 
 namespace looptrace {
+
+void check_transfer_options(const TransferOptions& o) {
+  if (!std::has_single_bit(o.line_bytes))
+    throw SpecError("--line-bytes takes a power of two (a DRAM line or burst), not " + std::to_string(o.line_bytes));
+  if (o.align == 0) throw SpecError("--align must be at least 1 byte");
+}
 
 AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& order, std::uint64_t align) {
   if (align == 0) throw SpecError("--align must be at least 1 byte");
@@ -17,6 +24,10 @@ AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& o
     if (t < 0) continue;
     const TensorInfo& info = s.tensors[std::size_t(t)];
     const std::uint64_t bytes = info.bits_per_value ? std::uint64_t((*info.bits_per_value + 7) / 8) : 1;
+    if (align % bytes != 0)  // a tensor's elements would straddle the alignment
+      throw SpecError("--align " + std::to_string(align) + " is not a multiple of tensor '" + name + "''s " +
+                      std::to_string(bytes) + "-byte values (bits_per_value " +
+                      std::to_string(*info.bits_per_value) + ")");
     next = (next + align - 1) / align * align;
     m.base[std::size_t(t)] = next;
     m.bytes[std::size_t(t)] = std::max<std::uint64_t>(bytes, 1);

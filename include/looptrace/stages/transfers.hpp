@@ -44,8 +44,11 @@ struct TransferOptions {
   bool report_end = true;           // also keep requests at report.to: the trace ends there
 };
 
+// Refuses (SpecError) a line size that is not a power of two, or an alignment of 0.
+void check_transfer_options(const TransferOptions& options);
+
 // Where each traced tensor lies: in `order`, each starting at the next multiple of
-// `align`; element e at base + e * bytes_per_value (1 byte without bits_per_value).
+// `align` (which must be a multiple of each tensor's value size: SpecError otherwise); element e at base + e * bytes_per_value (1 byte without bits_per_value).
 struct AddressMap {
   std::vector<std::uint64_t> base;   // per Schedule::tensors
   std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
@@ -160,6 +163,7 @@ class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
 // requests of the whole run that fall in that window (so shards concatenate). Throws
 // SpecError for a sampled selection or a level with no Storage node.
 inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, TransferOptions options) {
+  check_transfer_options(options);
   if (o.sample_timesteps)
     throw SpecError("a transfer trace needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
