@@ -26,7 +26,8 @@ void add_transfers_command(CLI::App& app) {
   auto args = std::make_shared<CommonArgs>();
   auto t = std::make_shared<TransferArgs>();
   args->add_to(*cmd);
-  cmd->add_option("--level", t->options.level, "The memory level whose traffic with its children to trace")->required();
+  // Not required by CLI11: without it, the error lists the levels the files have.
+  cmd->add_option("--level", t->options.level, "The memory level whose traffic with its children to trace (required)");
   cmd->add_option("--format", t->format, "jsonl, dramsim3 or ramulator2")
       ->capture_default_str()
       ->check(CLI::IsMember({"jsonl", "dramsim3", "ramulator2"}));
@@ -41,6 +42,12 @@ void add_transfers_command(CLI::App& app) {
       ->check(whole_number(1, std::int64_t(1) << 20));
   cmd->callback([args, t] {
     Schedule schedule = args->load();
+    if (t->options.level.empty()) {
+      std::string levels;
+      for (const auto& l : schedule.memory_levels) levels += (levels.empty() ? "" : ", ") + l;
+      throw SpecError("transfers needs --level L, the memory level whose traffic to trace: " +
+                      (levels.empty() ? std::string("the mapping has no Storage node") : "one of " + levels));
+    }
     auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
     if (t->options.align % t->options.line_bytes != 0)
       std::cerr << "looptrace: warning: --align " << t->options.align << " is not a multiple of --line-bytes "

@@ -149,7 +149,7 @@ def test_names_of_every_length_in_every_format():
                     check(p.returncode == 2 and b"name is empty" in p.stderr, "%s: exit 2 (%d, %r)"
                           % (what, p.returncode, p.stderr[-200:]))
                 elif n == 0 and args[0] == "transfers":  # an empty component is no component
-                    check(p.returncode == 2 and b"--level names ''" in p.stderr, "%s: exit 2 (%d, %r)"
+                    check(p.returncode == 2 and b"transfers needs --level L" in p.stderr, "%s: exit 2 (%d, %r)"
                           % (what, p.returncode, p.stderr[-200:]))
                 elif n > 65535 and "binary" in args and kind != "level":
                     check(p.returncode == 2 and b"at most 65535 bytes" in p.stderr and p.stdout == b"",
@@ -288,6 +288,11 @@ def test_transfer_layout_options():
     check(p.returncode == 0 and p.stderr == "", "--align 128: quiet (%r)" % p.stderr)
 
 
+def test_transfers_without_a_level_lists_the_levels():
+    spec = write("conv1d.yaml", harness.CONV1D)
+    expect_error(["transfers", spec], ["transfers needs --level L", "one of MainMemory, GlobalBuffer"])
+
+
 def test_mapping_that_computes_nothing():
     no_compute = write("no-compute.yaml", harness.TINY_WORKLOAD + "mapping:\n  nodes:\n"
                        "  - !Temporal {rank_variable: m, tile_shape: 1}\n")
@@ -366,6 +371,7 @@ if __name__ == "__main__":
         test_failed_writes_exit_1,
         test_option_messages,
         test_transfer_layout_options,
+        test_transfers_without_a_level_lists_the_levels,
         test_mapping_that_computes_nothing,
         test_control_bytes_in_messages_are_escaped,
         test_interrupt_ends_between_records,
