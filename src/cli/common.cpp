@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "looptrace/error.hpp"
+#include "progress.hpp"
 
 namespace looptrace::cli {
 
@@ -70,6 +71,11 @@ CLI::Validator whole_number_u64() {
         }
       },
       "UINT");
+}
+
+void add_progress_flag(CLI::App& app) {
+  app.add_flag_callback("--progress", [] { force_progress(true); },
+                        "Draw the progress line on stderr even when it is no terminal (a line a second)");
 }
 
 void CommonArgs::add_to(CLI::App& app, unsigned offer) {

@@ -37,6 +37,9 @@ struct CommonArgs {
 CLI::Validator whole_number(std::int64_t min, std::int64_t max = INT64_MAX);
 CLI::Validator whole_number_u64();
 
+// --progress, for the subcommands that draw a progress line (trace, plot, summary).
+void add_progress_flag(CLI::App& app);
+
 // Prints a spec's warnings (a top-level key given twice, a -D nothing used) to stderr.
 void print_warnings(const Spec& spec);
 

@@ -68,6 +68,7 @@ void add_plot_command(CLI::App& app) {
   auto args = std::make_shared<CommonArgs>();
   auto plot = std::make_shared<PlotArgs>();
   args->add_to(*cmd);
+  add_progress_flag(*cmd);
   cmd->add_option("-o,--output", plot->output, "The picture file ('-': stdout)")->capture_default_str();
   cmd->add_option("--format", plot->format, "svg")->capture_default_str()->check(CLI::IsMember({"svg"}));
   cmd->add_option("--color-by", plot->color_by, "Colour per Einsum, or read vs write")

@@ -1,5 +1,7 @@
 #include "progress.hpp"
 
+#include <atomic>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,17 +55,25 @@ std::string progress_line(std::int64_t done, std::int64_t total, double elapsed,
   return line;
 }
 
+namespace {
+std::atomic<bool> g_forced{false};
+}  // namespace
+
+void force_progress(bool on) { g_forced = on; }
+
 ProgressBar::ProgressBar(std::int64_t total, std::string unit, bool streams_to_stdout)
     : total_(total), unit_(std::move(unit)),
-      enabled_(isatty(STDERR_FILENO) == 1 && !(streams_to_stdout && isatty(STDOUT_FILENO) == 1)),
-      start_(Clock::now()), last_(start_) {}
+      enabled_(g_forced || (isatty(STDERR_FILENO) == 1 && !(streams_to_stdout && isatty(STDOUT_FILENO) == 1))),
+      lines_(isatty(STDERR_FILENO) != 1), start_(Clock::now()), last_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
 void ProgressBar::update(std::int64_t done) {
   if (!enabled_) return;
   const auto now = Clock::now();
-  if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200)) return;
+  // A log gets a line a second; a terminal a redraw five times a second.
+  const auto interval = lines_ ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200);
+  if (now - start_ < std::chrono::seconds(1) || now - last_ < interval) return;
   std::lock_guard lock(mutex_);
   draw(done, now);
 }
@@ -74,7 +84,7 @@ void ProgressBar::tick_in_background() {
     std::unique_lock lock(mutex_);
     if (stop_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
     do draw(0, Clock::now());
-    while (!stop_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; }));
+    while (!stop_.wait_for(lock, std::chrono::milliseconds(lines_ ? 1000 : 200), [this] { return stopping_; }));
   });
 }
 
@@ -95,6 +105,11 @@ void ProgressBar::draw(std::int64_t done, Clock::time_point now) {
   last_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const std::string line = progress_line(done, total_, elapsed, unit_);
+  if (lines_) {  // --progress into a pipe or a file: whole lines, nothing to clear
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    return;
+  }
   // Pad over what the previous line left.
   std::fprintf(stderr, "\r%s%*s", line.c_str(), int(drawn_width_ > line.size() ? drawn_width_ - line.size() : 0), "");
   std::fflush(stderr);

@@ -23,10 +23,13 @@ std::string short_duration(double seconds);
 // With total 0 (no count known) `unit` names the work: "summary...  12s elapsed".
 std::string progress_line(std::int64_t done, std::int64_t total, double elapsed, const std::string& unit);
 
+// --progress: draw the line even when stderr is no terminal (one line a second there).
+void force_progress(bool on);
+
 class ProgressBar {
  public:
   // Enabled when stderr is a terminal, unless the run streams to stdout and stdout is
-  // a terminal too (the bar would break the lines it writes).
+  // a terminal too (the bar would break the lines it writes); always after force_progress.
   ProgressBar(std::int64_t total, std::string unit, bool streams_to_stdout = false);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
@@ -45,6 +48,7 @@ class ProgressBar {
   std::int64_t total_;
   std::string unit_;
   bool enabled_;
+  bool lines_;  // stderr is no terminal: a line per draw, no carriage returns
   Clock::time_point start_, last_;
   std::size_t drawn_width_ = 0;
   std::mutex mutex_;

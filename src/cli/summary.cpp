@@ -18,6 +18,7 @@ void add_summary_command(CLI::App& app) {
   auto windows = std::make_shared<std::string>("full");
   auto summary = std::make_shared<SummaryOptions>();
   args->add_to(*cmd);
+  add_progress_flag(*cmd);
   cmd->add_option("--windows", *windows,
                   "Tile windows: full (every [start, end]), compact ({start, length, period, count} "
                   "runs) or none")

@@ -15,6 +15,7 @@ void add_trace_command(CLI::App& app) {
   auto args = std::make_shared<CommonArgs>();
   auto format = std::make_shared<std::string>("jsonl");
   args->add_to(*cmd);
+  add_progress_flag(*cmd);
   cmd->add_option("--format", *format, "jsonl, csv or binary")
       ->capture_default_str()
       ->check(CLI::IsMember({"jsonl", "csv", "binary"}));

@@ -46,6 +46,22 @@ def test_tensor_filter_drops_levels():
     check(s.get("tile_windows") == {"DRAM": {"A": []}, "Buffer": {"Z": []}}, "empty windows kept")
 
 
+def test_progress_forced_into_a_pipe():
+    workload = os.path.join(ROOT, "bench", "specs", "gemm.workload.yaml")
+    mapping = os.path.join(ROOT, "bench", "specs", "huge_gemm.mapping.yaml")
+    # About 3 s of a 10240^3 GEMM: the line appears from 1 s on, one line a second.
+    p = subprocess.run([EXE, "trace", workload, mapping, "--progress", "--max-timesteps", "200000000",
+                        "--format", "binary"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = p.stderr.splitlines()
+    check(p.returncode == 0 and lines and all("/200M timesteps" in l for l in lines) and "\r" not in p.stderr,
+          "--progress in a pipe: whole lines of the 200M timesteps (%r)" % p.stderr[:300])
+    p = run("trace", workload, mapping, "--max-timesteps", "1000", "--format", "binary")
+    check(p.stderr == "", "without --progress a pipe gets no line (%r)" % p.stderr[:200])
+    p = run("movement", MATMULS, "--progress")
+    check(p.returncode == 2 and "--progress" in p.stderr, "movement draws no progress: no --progress (%r)"
+          % p.stderr[:200])
+
+
 def test_version():
     version = re.search(r"version\s*:\s*'([^']+)'", open(os.path.join(ROOT, "meson.build")).read()).group(1)
     p = run("--version")
@@ -244,7 +260,8 @@ def test_lru_cache_example():
 
 
 def main():
-    return harness.main((test_tensor_filter_drops_levels, test_version, test_misspellings,
+    return harness.main((test_tensor_filter_drops_levels, test_version, test_progress_forced_into_a_pipe,
+                         test_misspellings,
                          test_options_per_subcommand, test_nothing_selected, test_hostile_names_in_json,
                          test_lru_cache_example))
 
