@@ -293,6 +293,43 @@ def test_transfers_without_a_level_lists_the_levels():
     expect_error(["transfers", spec], ["transfers needs --level L", "one of MainMemory, GlobalBuffer"])
 
 
+ARCH = """arch:
+  nodes:
+  - !Memory {name: MainMemory, size: inf}
+  - !Container
+    name: PEs
+    spatial: [{name: X, fanout: 4}]
+  - !Memory {name: GlobalBuffer, size: 1024}
+  - !Compute {name: MAC}
+"""
+
+
+def test_mapping_checked_against_the_arch():
+    def mapping(storage="GlobalBuffer", compute="MAC", spatial="{rank_variable: m, tile_shape: 1, name: X, component: PEs}"):
+        return ("mapping:\n  nodes:\n  - !Storage {component: MainMemory, tensors: [A, B]}\n"
+                "  - !Spatial %s\n  - !Storage {component: %s, tensors: [A]}\n"
+                "  - !Temporal {rank_variable: n, tile_shape: 1}\n  - !Compute {einsum: E, component: %s}\n"
+                % (spatial, storage, compute))
+    good = write("arch-good.yaml", ARCH + harness.TINY_WORKLOAD + mapping())
+    p = run("summary", good)
+    check(p.returncode == 0, "a mapping of the arch's own names passes (%r)" % p.stderr)
+    for name, text, words in (
+            ("storage", mapping(storage="GlobalBufer"), ["arch-storage.yaml:20:5", "!Storage component 'GlobalBufer'",
+                                                        "did you mean 'GlobalBuffer'?"]),
+            ("compute", mapping(compute="GlobalBuffer"), ["arch-compute.yaml:22:5",
+                                                         "!Compute component 'GlobalBuffer' is not a !Compute",
+                                                         "its compute units: MAC"]),
+            ("spatial", mapping(spatial="{rank_variable: m, tile_shape: 1, name: Y, component: PEs}"),
+             ["arch-spatial.yaml:19:5", "!Spatial name 'Y' is not a spatial dimension of 'PEs'", "it has: X"]),
+            ("spatial-component", mapping(spatial="{rank_variable: m, tile_shape: 1, name: X, component: MAC}"),
+             ["!Spatial name 'X' is not a spatial dimension of 'MAC'", "it has none"])):
+        path = write("arch-%s.yaml" % name, ARCH + harness.TINY_WORKLOAD + text)
+        expect_error(["summary", path], words)
+    # Without an arch, nothing is said of the names.
+    p = run("summary", write("no-arch.yaml", harness.TINY_WORKLOAD + mapping(storage="Anything")))
+    check(p.returncode == 0, "no arch: the names are not checked (%r)" % p.stderr)
+
+
 def test_mapping_that_computes_nothing():
     no_compute = write("no-compute.yaml", harness.TINY_WORKLOAD + "mapping:\n  nodes:\n"
                        "  - !Temporal {rank_variable: m, tile_shape: 1}\n")
@@ -372,6 +409,7 @@ if __name__ == "__main__":
         test_option_messages,
         test_transfer_layout_options,
         test_transfers_without_a_level_lists_the_levels,
+        test_mapping_checked_against_the_arch,
         test_mapping_that_computes_nothing,
         test_control_bytes_in_messages_are_escaped,
         test_interrupt_ends_between_records,
