@@ -1,5 +1,5 @@
 // The Python extension `looptrace._looptrace`: a thin binding of the library's public
-// API (load_spec, compile_schedule, trace_accesses, summarize, summarize_movement,
+// API (load_spec, compile_schedule, summarize + AccessStream for trace_accesses, summarize_movement,
 // describe_spec, AccessStream, IterationStream, transfer_pipeline, build_plot). The
 // Python package (looptrace/__init__.py) shapes what it returns into the reference's
 // classes. Arrays are handed to numpy without a copy: each owns its buffer through a
@@ -8,9 +8,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +30,6 @@
 #include "looptrace/spec/load.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
-#include "looptrace/trace.hpp"
 // The one use of stage internals: the transfer pipeline (stages/transfers.hpp). Kept
 // to transfers_of() below, so that a change to the stage protocol touches one place.
 #include "looptrace/stages/transfers.hpp"
@@ -155,39 +158,145 @@ py::list windows_list(const std::vector<TimeRange>& windows) {
   return out;
 }
 
-// Everything the reference's AccessTrace holds, as plain Python values and arrays.
+// A buffer for numpy, uninitialized (its first write touches it) and, when large, on
+// transparent huge pages: filling a fresh buffer costs a page fault per 4 KiB otherwise.
+template <class T>
+struct Buffer {
+  T* data = nullptr;
+  std::size_t size = 0;
+
+  explicit Buffer(std::size_t n) : size(n) {
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
+    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    if (bytes >= 2 * kHuge) {
+      data = static_cast<T*>(std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge));
+      if (data) madvise(data, bytes, MADV_HUGEPAGE);
+    } else {
+      data = static_cast<T*>(std::malloc(bytes));
+    }
+    if (!data) throw std::bad_alloc();
+  }
+  Buffer(Buffer&& o) noexcept : data(std::exchange(o.data, nullptr)), size(o.size) {}
+  Buffer(const Buffer&) = delete;
+  ~Buffer() { std::free(data); }
+
+  // The array views the buffer; a capsule frees it with the last view.
+  py::array_t<T> release(std::vector<py::ssize_t> shape) {
+    T* p = std::exchange(data, nullptr);
+    py::capsule owner(p, [](void* q) { std::free(q); });
+    return py::array_t<T>(std::move(shape), p, owner);
+  }
+};
+
+// The per-rank coordinates of `n` elements of a tensor of `shape`, row-major: the
+// quotients by the row-major strides, through a double reciprocal corrected to the
+// exact integer (elements are below 2^53), which is several times a division's speed.
+void unravel_into(const std::int64_t* element, std::size_t n, const std::vector<std::int64_t>& shape,
+                  std::int64_t* out) {
+  const std::size_t r = shape.size();
+  if (r == 1) {
+    std::memcpy(out, element, n * sizeof(std::int64_t));
+    return;
+  }
+  std::vector<std::int64_t> stride(r, 1);
+  for (std::size_t k = r - 1; k-- > 0;) stride[k] = stride[k + 1] * shape[k + 1];
+  std::vector<double> inverse(r);
+  for (std::size_t k = 0; k < r; ++k) inverse[k] = 1.0 / double(stride[k]);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t e = element[i];
+    for (std::size_t k = 0; k + 1 < r; ++k) {
+      std::int64_t q = std::int64_t(double(e) * inverse[k]);
+      q -= q * stride[k] > e;
+      q += (q + 1) * stride[k] <= e;
+      out[i * r + k] = q;
+      e -= q * stride[k];
+    }
+    out[i * r + r - 1] = e;
+  }
+}
+
+// The (n, ranks) coordinates of an element array, in a new buffer that numpy adopts.
+py::array_t<std::int64_t> unravel_py(const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& element,
+                                     const std::vector<std::int64_t>& shape) {
+  const auto n = std::size_t(element.size());
+  Buffer<std::int64_t> out(n * shape.size());
+  {
+    py::gil_scoped_release nogil;
+    unravel_into(element.data(), n, shape, out.data);
+  }
+  return out.release({py::ssize_t(n), py::ssize_t(shape.size())});
+}
+
+// The reference's AccessTrace (trace.hpp's trace_accesses), gathered straight into
+// numpy-ready buffers: the summary gives every trace's count in closed form, so each
+// array is allocated once at its size and filled in one pass of the stream.
 py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int64_t max_points) {
   const auto schedule = h.schedule();
-  AccessTrace t;
+  const Schedule& s = *schedule;
+  TraceSummary summary;
+  std::vector<Buffer<std::int64_t>> timestep, element;
   {
     py::gil_scoped_release nogil;
     Poll poll;
-    t = trace_accesses(*schedule, options, max_points, std::function<void()>(std::ref(poll)));
+    summary = summarize(s, options);
+    for (std::size_t i = 0; i < s.leaves.size(); ++i)
+      if (summary.leaf_points[i] > max_points)
+        throw SpecError(s.leaves[i].where,
+                        "Einsum '" + s.leaves[i].einsum + "' enumerates " + std::to_string(summary.leaf_points[i]) +
+                            " points, more than max_points = " + std::to_string(max_points) +
+                            "; raise the limit, trace a prefix, or stream the trace instead");
+    std::vector<int> slot(s.traces.size(), -1);  // trace -> index in summary.traces
+    std::vector<std::int64_t*> t_at, e_at;       // write cursors
+    for (const TraceCount& c : summary.traces) {
+      slot[std::size_t(c.trace)] = int(timestep.size());
+      timestep.emplace_back(std::size_t(c.n_accesses));
+      element.emplace_back(std::size_t(c.n_accesses));
+      t_at.push_back(timestep.back().data);
+      e_at.push_back(element.back().data);
+    }
+    AccessStream stream(s, options, 1 << 14);
+    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
+      poll();
+      for (const AccessRecord& r : batch) {
+        const auto k = std::size_t(slot[r.trace]);
+        *t_at[k]++ = r.timestep;
+        *e_at[k]++ = r.element;
+      }
+    }
+    for (std::size_t k = 0; k < summary.traces.size(); ++k) {
+      if (t_at[k] != timestep[k].data + timestep[k].size)
+        throw std::logic_error("looptrace: a trace's accesses differ from its count");
+    }
   }
   py::list traces;
-  for (TensorAccessTrace& x : t.traces) {
-    const auto n = py::ssize_t(x.n_accesses()), r = py::ssize_t(x.ranks.size());
-    traces.append(py::make_tuple(x.tensor, x.einsum, x.is_output, adopt(std::move(x.timestep)),
-                                 adopt(std::move(x.element)), adopt(std::move(x.coordinates), {n, r}),
-                                 py::tuple(py::cast(x.ranks)), py::tuple(py::cast(x.tensor_shape))));
+  for (std::size_t k = 0; k < summary.traces.size(); ++k) {
+    const TraceCount& c = summary.traces[k];
+    const TensorInfo& x = s.tensors[std::size_t(s.traces[std::size_t(c.trace)].tensor_index)];
+    const auto n = py::ssize_t(c.n_accesses), r = py::ssize_t(x.ranks.size());
+    (void)r;
+    // Coordinates are unravelled on first use (unravel() below): most uses never ask.
+    traces.append(py::make_tuple(c.tensor, c.einsum, c.is_output, timestep[k].release({n}), element[k].release({n}),
+                                 py::none(), py::tuple(py::cast(x.ranks)), py::tuple(py::cast(x.shape))));
   }
   py::dict shapes, ranks, spans, levels;
-  for (const auto& [name, shape] : t.tensor_shapes) shapes[py::str(name)] = py::tuple(py::cast(shape));
-  for (const auto& [name, rk] : t.tensor_ranks) ranks[py::str(name)] = py::tuple(py::cast(rk));
-  for (const EinsumSpan& s : t.einsum_timespans) spans[py::str(s.einsum)] = py::make_tuple(s.first, s.end);
-  for (const LevelWindows& l : t.tile_windows) {
+  for (std::size_t i = 0; i < summary.tensors.size(); ++i) {
+    shapes[py::str(summary.tensors[i])] = py::tuple(py::cast(summary.tensor_shapes[i]));
+    ranks[py::str(summary.tensors[i])] = py::tuple(py::cast(summary.tensor_ranks[i]));
+  }
+  for (const EinsumSpan& e : summary.einsum_timespans) spans[py::str(e.einsum)] = py::make_tuple(e.first, e.end);
+  for (const LevelWindows& l : summary.tile_windows) {
     py::dict per_tensor;
     for (const TensorWindows& w : l.tensors) per_tensor[py::str(w.tensor)] = windows_list(w.windows);
     levels[py::str(l.level)] = per_tensor;
   }
   py::dict out;
   out["traces"] = traces;
-  out["n_timesteps"] = t.n_timesteps;
+  out["n_timesteps"] = summary.n_timesteps;
   out["tensor_shapes"] = shapes;
   out["tensor_ranks"] = ranks;
   out["einsum_timespans"] = spans;
   out["tile_windows"] = levels;
-  out["truncated"] = t.truncated;
+  out["truncated"] = summary.truncated;
   return out;
 }
 
@@ -213,8 +322,9 @@ class RecordStream {
     std::size_t filled = 0;
     {
       py::gil_scoped_release nogil;
+      Poll poll;
       while (filled < batch_) {
-        if (pending_.empty()) pending_ = stream_->next_batch();
+        if (pending_.empty()) poll(), pending_ = stream_->next_batch();
         if (pending_.empty()) {
           done_ = true;
           break;
@@ -519,4 +629,5 @@ PYBIND11_MODULE(_looptrace, m) {
                           memory_level, columns, rows);
   });
   m.def("bin_points", &bin_points);
+  m.def("unravel", &unravel_py);
 }

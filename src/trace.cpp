@@ -53,11 +53,6 @@ void AccessTrace::write_csv(std::ostream& out) const {
 
 AccessTrace trace_accesses(const Schedule& s, const TraceOptions& options,
                            std::int64_t max_points) {
-  return trace_accesses(s, options, max_points, {});
-}
-
-AccessTrace trace_accesses(const Schedule& s, const TraceOptions& options,
-                           std::int64_t max_points, const std::function<void()>& poll) {
   const TraceSummary summary = summarize(s, options);
   for (std::size_t i = 0; i < s.leaves.size(); ++i)
     if (summary.leaf_points[i] > max_points)
@@ -78,7 +73,6 @@ AccessTrace trace_accesses(const Schedule& s, const TraceOptions& options,
     TensorAccessTrace t{c.tensor, c.einsum, c.is_output, {}, {}, {}, tensor.ranks, tensor.shape};
     t.timestep.reserve(std::size_t(c.n_accesses));
     t.element.reserve(std::size_t(c.n_accesses));
-    t.coordinates.reserve(std::size_t(c.n_accesses) * tensor.ranks.size());
     out.traces.push_back(std::move(t));
   }
   for (const auto& name : summary.tensors) {
@@ -88,8 +82,7 @@ AccessTrace trace_accesses(const Schedule& s, const TraceOptions& options,
   }
 
   AccessStream stream(s, options);
-  for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
-    if (poll) poll();
+  for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch())
     for (const AccessRecord& r : batch) {
       TensorAccessTrace& t = out.traces[std::size_t(slot[r.trace])];
       t.timestep.push_back(r.timestep);
@@ -97,7 +90,6 @@ AccessTrace trace_accesses(const Schedule& s, const TraceOptions& options,
       Coordinates c = unravel(r.element, s.tensors[s.traces[r.trace].tensor_index]);
       t.coordinates.insert(t.coordinates.end(), c.begin(), c.end());
     }
-  }
   return out;
 }
 

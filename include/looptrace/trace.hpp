@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -60,9 +59,5 @@ AccessTrace trace_accesses(const Schedule& schedule, const TraceOptions& options
                            std::int64_t max_points = kDefaultMaxPoints);
 AccessTrace trace_accesses(const Spec& spec, const TraceOptions& options = {},
                            std::int64_t max_points = kDefaultMaxPoints);
-// The same, calling `poll` between batches of accesses: it may throw to stop a long
-// trace (the Python binding stops on Ctrl-C this way).
-AccessTrace trace_accesses(const Schedule& schedule, const TraceOptions& options,
-                           std::int64_t max_points, const std::function<void()>& poll);
 
 }  // namespace looptrace

@@ -27,22 +27,36 @@ __all__ = [
 
 
 # ---- traces -------------------------------------------------------------------------
-@dataclass
 class TensorAccessTrace:
     """The accesses that one Einsum makes to one tensor, as (timestep, element) pairs.
 
     Entry ``i`` of every array describes the same access; an element appears once per
-    timestep. The arrays are int64 and view buffers that the C++ engine filled (no copy).
+    timestep. The arrays are int64 and view buffers that the C++ engine filled (no
+    copy); ``coordinates`` is unravelled from ``element`` on first use, then kept.
     """
 
-    tensor: str
-    einsum: str
-    is_output: bool
-    timestep: np.ndarray
-    element: np.ndarray
-    coordinates: np.ndarray
-    ranks: tuple
-    tensor_shape: tuple
+    __slots__ = ("tensor", "einsum", "is_output", "timestep", "element", "_coordinates", "ranks", "tensor_shape")
+
+    def __init__(self, tensor, einsum, is_output, timestep, element, coordinates, ranks, tensor_shape):
+        self.tensor = tensor
+        self.einsum = einsum
+        self.is_output = is_output
+        self.timestep = timestep
+        self.element = element
+        self._coordinates = coordinates
+        self.ranks = tuple(ranks)
+        self.tensor_shape = tuple(tensor_shape)
+
+    @property
+    def coordinates(self) -> np.ndarray:
+        """(n_accesses, n_ranks) int64 array of per-rank tensor coordinates."""
+        if self._coordinates is None:
+            self._coordinates = _looptrace.unravel(self.element, list(self.tensor_shape))
+        return self._coordinates
+
+    @coordinates.setter
+    def coordinates(self, value) -> None:
+        self._coordinates = value
 
     @property
     def n_accesses(self) -> int:
@@ -53,6 +67,13 @@ class TensorAccessTrace:
     def tensor_size(self) -> int:
         """The number of elements in the tensor."""
         return int(math.prod(self.tensor_shape)) if self.tensor_shape else 1
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TensorAccessTrace):
+            return NotImplemented
+        return (self.tensor, self.einsum, self.is_output, self.ranks, self.tensor_shape) == (
+            other.tensor, other.einsum, other.is_output, other.ranks, other.tensor_shape
+        ) and np.array_equal(self.timestep, other.timestep) and np.array_equal(self.element, other.element)
 
     def __repr__(self) -> str:
         kind = "writes" if self.is_output else "reads"
