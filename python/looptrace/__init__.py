@@ -77,6 +77,11 @@ def _handle(spec_or_mapping, workload=None):
     """The engine's handle for what a call traces: a Spec, a Mapping (with a workload),
     or anything with a ``mapping()`` method returning one (a mapper result)."""
     target = spec_or_mapping
+    if isinstance(target, Spec) and not target._handle.has_mapping():
+        raise ValueError(
+            "The spec has no mapping, so there is nothing to trace. Did you forget to load a "
+            "mapping into the Spec?"
+        )
     if isinstance(target, Spec):
         if workload is not None and workload._handle is not target._handle:
             return _looptrace.combine(target._handle, workload._handle)

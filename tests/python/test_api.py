@@ -112,6 +112,13 @@ def test_trace_a_mapping_against_another_workload():
         looptrace.trace_accesses(small.mapping)
 
 
+def test_a_spec_without_a_mapping_describes_but_does_not_trace():
+    spec = Spec.from_yaml(SPECS / "conv1d.workload.yaml")
+    assert spec.mapping is None and spec.workload.n_computes() == 24
+    with pytest.raises(ValueError, match="no mapping"):
+        looptrace.trace_accesses(spec)
+
+
 def test_max_points_raises_value_error(fused):
     with pytest.raises(ValueError, match="more than max_points = 100") as e:
         looptrace.trace_accesses(fused, max_points=100)
