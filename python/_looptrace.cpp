@@ -202,6 +202,16 @@ void unravel_into(const std::int64_t* element, std::size_t n, const std::vector<
   for (std::size_t k = r - 1; k-- > 0;) stride[k] = stride[k + 1] * shape[k + 1];
   std::vector<double> inverse(r);
   for (std::size_t k = 0; k < r; ++k) inverse[k] = 1.0 / double(stride[k]);
+  if (std::all_of(stride.begin(), stride.end(), [](std::int64_t x) { return (x & (x - 1)) == 0; })) {
+    std::vector<int> shift(r);  // power-of-two strides: shifts and masks
+    for (std::size_t k = 0; k < r; ++k) shift[k] = __builtin_ctzll(std::uint64_t(stride[k]));
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t e = element[i];
+      out[i * r] = e >> shift[0];
+      for (std::size_t k = 1; k < r; ++k) out[i * r + k] = (e & (stride[k - 1] - 1)) >> shift[k];
+    }
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t e = element[i];
     for (std::size_t k = 0; k + 1 < r; ++k) {

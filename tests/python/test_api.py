@@ -292,3 +292,13 @@ def test_ctrl_c_stops_a_long_trace():
         looptrace.trace_accesses(spec, tensors=["Z"], max_timesteps=200_000, max_points=1 << 40)
     assert time.perf_counter() - start < 10
     timer.join()
+
+
+@pytest.mark.parametrize("sizes", [(128, 128, 128), (96, 40, 64), (33, 7, 5)])
+def test_coordinates_unravel_element(sizes):
+    m, k, n = sizes
+    spec = Spec.from_yaml(BENCH / "gemm.workload.yaml", BENCH / "gemm_tiled.mapping.yaml",
+                          jinja_parse_data={"M": m, "K": k, "N": n})
+    for t in looptrace.trace_accesses(spec, max_points=1 << 40).traces:
+        expected = np.stack(np.unravel_index(t.element, t.tensor_shape), axis=1)
+        assert np.array_equal(t.coordinates, expected), t
