@@ -5,7 +5,7 @@ x is the timestep, y the tensor element (or, with ``rank=``, the coordinate alon
 rank), one axes per tensor on a shared time axis. ``memory_level=`` shades one block
 per tile window of that level: from ``start - 0.5`` to ``end - 0.5`` in time and from
 the lowest to the highest element resident in the window (+- 0.5), as one
-``PatchCollection`` per axes. Past ``max_points`` accesses the panels are density
+``PatchCollection`` per axes. Past ``max_scatter_points`` accesses the panels are density
 rasters binned in C++ (a Spec is then streamed, never held), so matplotlib never gets
 more than a raster's cells.
 """
@@ -41,7 +41,7 @@ def plot_access_trace(
     ncols: int = 1,
     ax=None,
     figsize=None,
-    max_points: int = 200_000,
+    max_scatter_points: int = 200_000,
     raster_shape: tuple = (120, 480),
     **trace_kwargs,
 ):
@@ -49,8 +49,10 @@ def plot_access_trace(
 
     ``trace`` is an AccessTrace or anything ``trace_accesses`` takes (a Spec, a Mapping
     with ``workload=``); ``trace_kwargs`` (``max_timesteps=``, ``einsums=``, ...) go to
-    the trace. ``color_by`` is ``"einsum"`` or ``"access"`` (read vs write). More than
-    ``max_points`` accesses are drawn as ``raster_shape`` (rows, columns) density rasters.
+    the trace (``max_points=`` too, as in the reference). ``color_by`` is ``"einsum"`` or
+    ``"access"`` (read vs write). More than ``max_scatter_points`` accesses are drawn as
+    ``raster_shape`` (rows, columns) density rasters computed in C++; a Spec is then
+    streamed, never held, and needs no ``max_points``.
     """
     if color_by not in ("einsum", "access"):
         raise ValueError(f"color_by must be 'einsum' or 'access'. Got {color_by!r}.")
@@ -61,10 +63,9 @@ def plot_access_trace(
         handle = _handle(trace, workload)
         counted = summary(trace, workload, tensors=names, windows="none", **_summary_kwargs(trace_kwargs))
         total = sum(t["n_accesses"] for t in counted["traces"])
-        if total > max_points:
+        if total > max_scatter_points:
             return _plot_streamed_raster(handle, names, color_by, rank, memory_level, level_color, ncols, ax,
                                          figsize, raster_shape, trace_kwargs)
-        trace_kwargs.setdefault("max_points", 1 << 62)  # the summary above bounds the work
         trace = trace_accesses(trace, workload=workload, tensors=names, **trace_kwargs)
     elif trace_kwargs:
         raise TypeError(
@@ -88,7 +89,7 @@ def plot_access_trace(
     fig, axes = _layout(len(names), ncols, ax, figsize)
     x_max = max(trace.n_timesteps, 1)
     n_points = sum(t.n_accesses for name in names for t in trace.for_tensor(name))
-    raster = n_points > max_points
+    raster = n_points > max_scatter_points
     for axis, tensor in zip(axes, names):
         subtraces = trace.for_tensor(tensor)
         windows = [] if memory_level is None else trace.tile_lifetime(memory_level, tensor)

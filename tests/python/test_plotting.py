@@ -35,7 +35,7 @@ def test_a_large_in_memory_trace_is_binned_not_scattered():
     spec = _fused(M=64, KN=32)
     trace = looptrace.trace_accesses(spec, max_points=1 << 30)
     n = sum(t.n_accesses for t in trace.traces)
-    fig, axes = looptrace.plot_access_trace(trace, max_points=n - 1, raster_shape=(16, 64))
+    fig, axes = looptrace.plot_access_trace(trace, max_scatter_points=n - 1, raster_shape=(16, 64))
     for axis in axes:
         assert not [c for c in axis.collections if isinstance(c, PathCollection)]
         (image,) = axis.images
@@ -64,5 +64,7 @@ def test_errors():
         looptrace.plot_access_trace(trace, memory_level="Nowhere")
     with pytest.raises(TypeError):
         looptrace.plot_access_trace(trace, max_timesteps=3)
+    with pytest.raises(ValueError, match="max_points"):  # passed to trace_accesses, as in the reference
+        looptrace.plot_access_trace(_fused(), max_points=10)
     fig, axes = looptrace.plot_access_trace(_fused(), max_timesteps=40)
     assert "truncated" in " ".join(t.get_text() for t in fig.texts)
