@@ -104,10 +104,16 @@ struct SpecHandle {
   std::shared_ptr<const Spec> spec;
   std::shared_ptr<const Schedule> compiled;
 
+  // Called with the GIL held; compiles without it, and stores the result with it (two
+  // threads may both compile once; either result is the same).
   std::shared_ptr<const Schedule> schedule() {
     if (!compiled) {
-      py::gil_scoped_release nogil;
-      compiled = std::make_shared<const Schedule>(compile_schedule(*spec));
+      std::shared_ptr<const Schedule> s;
+      {
+        py::gil_scoped_release nogil;
+        s = std::make_shared<const Schedule>(compile_schedule(*spec));
+      }
+      if (!compiled) compiled = std::move(s);
     }
     return compiled;
   }

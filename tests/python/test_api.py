@@ -302,3 +302,13 @@ def test_coordinates_unravel_element(sizes):
     for t in looptrace.trace_accesses(spec, max_points=1 << 40).traces:
         expected = np.stack(np.unravel_index(t.element, t.tensor_shape), axis=1)
         assert np.array_equal(t.coordinates, expected), t
+
+
+def test_threads_trace_one_spec_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = Spec.from_yaml(*MATMULS, jinja_parse_data=DEFINES)  # not compiled yet: both threads may compile
+    with ThreadPoolExecutor(4) as pool:
+        traces = list(pool.map(lambda _: looptrace.trace_accesses(spec), range(8)))
+    for t in traces[1:]:
+        assert t.traces == traces[0].traces and t.tile_windows == traces[0].tile_windows
