@@ -273,10 +273,16 @@ py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int6
     AccessStream stream(s, options, 1 << 14);
     for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
       poll();
-      for (const AccessRecord& r : batch) {
-        const auto k = std::size_t(slot[r.trace]);
-        *t_at[k]++ = r.timestep;
-        *e_at[k]++ = r.element;
+      // Records come in runs of one trace (a leaf's tile of one tensor): one cursor a run.
+      for (const AccessRecord *r = batch.data(), *end = r + batch.size(); r < end;) {
+        const std::uint32_t trace = r->trace;
+        const auto k = std::size_t(slot[trace]);
+        std::int64_t *t = t_at[k], *e = e_at[k];
+        do {
+          *t++ = r->timestep;
+          *e++ = r->element;
+        } while (++r < end && r->trace == trace);
+        t_at[k] = t, e_at[k] = e;
       }
     }
     for (std::size_t k = 0; k < summary.traces.size(); ++k) {
