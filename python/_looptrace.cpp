@@ -278,7 +278,9 @@ py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int6
         const std::uint32_t trace = r->trace;
         const auto k = std::size_t(slot[trace]);
         std::int64_t *t = t_at[k], *e = e_at[k];
+        std::int64_t* const limit = timestep[k].data + timestep[k].size;
         do {
+          if (t == limit) throw std::logic_error("looptrace: a trace has more accesses than its summary counts");
           *t++ = r->timestep;
           *e++ = r->element;
         } while (++r < end && r->trace == trace);
@@ -287,15 +289,14 @@ py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int6
     }
     for (std::size_t k = 0; k < summary.traces.size(); ++k) {
       if (t_at[k] != timestep[k].data + timestep[k].size)
-        throw std::logic_error("looptrace: a trace's accesses differ from its count");
+        throw std::logic_error("looptrace: a trace has fewer accesses than its summary counts");
     }
   }
   py::list traces;
   for (std::size_t k = 0; k < summary.traces.size(); ++k) {
     const TraceCount& c = summary.traces[k];
     const TensorInfo& x = s.tensors[std::size_t(s.traces[std::size_t(c.trace)].tensor_index)];
-    const auto n = py::ssize_t(c.n_accesses), r = py::ssize_t(x.ranks.size());
-    (void)r;
+    const auto n = py::ssize_t(c.n_accesses);
     // Coordinates are unravelled on first use (unravel() below): most uses never ask.
     traces.append(py::make_tuple(c.tensor, c.einsum, c.is_output, timestep[k].release({n}), element[k].release({n}),
                                  py::none(), py::tuple(py::cast(x.ranks)), py::tuple(py::cast(x.shape))));
