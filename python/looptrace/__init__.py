@@ -1,0 +1,278 @@
+"""looptrace: which tensor elements an accelerator LoopTree mapping touches at each timestep.
+
+A drop-in for ``accelforge.tracegen`` (``trace_accesses``, ``AccessTrace``,
+``TensorAccessTrace``) on looptrace's C++ engine, plus what the reference cannot do:
+``stream`` (numpy batches of schedules too large to hold), ``summary``, ``movement``,
+``describe`` and ``transfers`` (the CLI's numbers as Python objects), and
+``plot_access_trace`` (matplotlib; density rasters computed in C++ for large traces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from . import _looptrace
+from ._errors import SpecError
+from ._types import (
+    AccessTrace,
+    Einsum,
+    IterationTrace,
+    Mapping,
+    MappingNode,
+    Spec,
+    TensorAccess,
+    TensorAccessTrace,
+    TransferTrace,
+    Workload,
+)
+
+__all__ = [
+    "AccessTrace",
+    "TensorAccessTrace",
+    "Spec",
+    "Workload",
+    "Einsum",
+    "TensorAccess",
+    "Mapping",
+    "MappingNode",
+    "IterationTrace",
+    "TransferTrace",
+    "SpecError",
+    "Stream",
+    "RECORD_DTYPE",
+    "DEFAULT_MAX_POINTS",
+    "trace_accesses",
+    "trace_iterations",
+    "stream",
+    "summary",
+    "movement",
+    "describe",
+    "transfers",
+    "plot_access_trace",
+]
+
+__version__ = "0.1.0"
+
+DEFAULT_MAX_POINTS = 2_000_000
+
+# One record of a streamed trace: the library's AccessRecord (24 bytes). `trace` indexes
+# Stream.traces; `multiplicity` is how many iteration-space points touch the element at
+# that timestep (in that leaf).
+RECORD_DTYPE = np.dtype(
+    [("timestep", "<i8"), ("element", "<i8"), ("trace", "<u4"), ("multiplicity", "<u4")]
+)
+
+
+def _names(values) -> list | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values]
+    return [str(v) for v in values]
+
+
+def _handle(spec_or_mapping, workload=None):
+    """The engine's handle for what a call traces: a Spec, a Mapping (with a workload),
+    or anything with a ``mapping()`` method returning one (a mapper result)."""
+    target = spec_or_mapping
+    if isinstance(target, Spec) and not target._handle.has_mapping():
+        raise ValueError(
+            "The spec has no mapping, so there is nothing to trace. Did you forget to load a "
+            "mapping into the Spec?"
+        )
+    if isinstance(target, Spec):
+        if workload is not None and workload._handle is not target._handle:
+            return _looptrace.combine(target._handle, workload._handle)
+        return target._handle
+    if not isinstance(target, Mapping) and callable(getattr(target, "mapping", None)):
+        target = target.mapping()
+    if isinstance(target, Mapping):
+        if workload is None:
+            raise ValueError(
+                "A workload is required when tracing a bare Mapping. Pass a Spec, or "
+                "supply the workload= argument."
+            )
+        if not isinstance(workload, Workload):
+            raise TypeError(f"workload must be a looptrace Workload, not {type(workload).__name__}")
+        if workload._handle is target._handle:
+            return target._handle
+        return _looptrace.combine(target._handle, workload._handle)
+    raise TypeError(f"Expected a Spec, Mappings, or Mapping. Got {type(spec_or_mapping)}.")
+
+
+def trace_accesses(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
+) -> AccessTrace:
+    """Trace which tensor elements a LoopTree mapping accesses at each timestep.
+
+    As ``accelforge.tracegen.trace_accesses``, with SEMANTICS.md's differences: shapes
+    come from the full schedule, and ``max_timesteps`` is the exact prefix. Raises
+    ``ValueError`` (a ``SpecError``) when one Einsum would enumerate more than
+    ``max_points`` points; ``stream`` has no such bound.
+    """
+    handle = _handle(spec_or_mapping, workload)
+    raw = _looptrace.trace_accesses(handle, _names(tensors), _names(einsums), max_timesteps, int(max_points))
+    traces = [TensorAccessTrace(*t) for t in raw["traces"]]
+    return AccessTrace(
+        traces=traces,
+        n_timesteps=raw["n_timesteps"],
+        tensor_shapes=raw["tensor_shapes"],
+        tensor_ranks=raw["tensor_ranks"],
+        einsum_timespans=raw["einsum_timespans"],
+        tile_windows=raw["tile_windows"],
+        truncated=raw["truncated"],
+    )
+
+
+class Stream:
+    """An iterator of numpy batches (``RECORD_DTYPE``: timestep, element, trace,
+    multiplicity) in time order; ``traces`` is the table that ``trace`` indexes, as
+    (einsum, tensor, is_output, ranks, tensor_shape) tuples. Each batch owns its memory."""
+
+    def __init__(self, raw, table):
+        self._raw = raw
+        self.traces = table
+        self.tensor_shapes = {}
+        for _einsum, tensor, _out, _ranks, shape in table:
+            self.tensor_shapes.setdefault(tensor, shape)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> np.ndarray:
+        return self._raw.__next__()
+
+    def coordinates(self, batch: np.ndarray, trace: int) -> np.ndarray:
+        """The per-rank coordinates of ``batch``'s records of one trace, (n, ranks)."""
+        shape = self.traces[trace][4]
+        elements = batch["element"][batch["trace"] == trace]
+        return np.stack(np.unravel_index(elements, shape), axis=1) if shape else np.zeros((len(elements), 0), np.int64)
+
+
+def _selection(max_timesteps, from_, to, shard, sample, seed):
+    if shard is not None:
+        if isinstance(shard, str):
+            i, _, n = shard.partition("/")
+            shard = (int(i), int(n))
+        shard = (int(shard[0]), int(shard[1]))
+    return (max_timesteps, from_, to, shard, sample, int(seed))
+
+
+def stream(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    sample: int | None = None,
+    seed: int = 0,
+    batch: int = 1 << 16,
+) -> Stream:
+    """Stream the trace in numpy batches of about ``batch`` records, in constant memory:
+    the exact prefix ``max_timesteps``, the window ``[from_, to)``, ``shard=(i, n)`` (or
+    ``"i/n"``), or ``sample`` distinct timesteps chosen with ``seed`` (the CLI's
+    ``--max-timesteps``, ``--from``/``--to``, ``--shard``, ``--sample-timesteps``)."""
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, sample, seed)
+    raw = _looptrace.stream(handle, _names(tensors), _names(einsums), *sel, int(batch), RECORD_DTYPE)
+    return Stream(raw, raw.trace_table())
+
+
+def trace_iterations(
+    spec_or_mapping,
+    workload=None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> list:
+    """Each computing leaf's iterations: where its tile starts along every rank variable
+    at each timestep (one row per spatial iteration), as ``looptrace iterations``.
+
+    The reference's spelling ``trace_iterations(mapping, spec)`` works too."""
+    if isinstance(workload, Spec):
+        workload = workload.workload
+    handle = _handle(spec_or_mapping, workload)
+    raw = _looptrace.trace_iterations(handle, _names(einsums), *_selection(max_timesteps, from_, to, shard, sample, seed))
+    return [IterationTrace(*r) for r in raw]
+
+
+def summary(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    sample: int | None = None,
+    seed: int = 0,
+    windows: str = "full",
+    threads: int = 1,
+) -> dict:
+    """What ``looptrace summary`` prints, as a dict (counts in closed form: no trace is run)."""
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, sample, seed)
+    return _looptrace.summary(handle, _names(tensors), _names(einsums), *sel, windows, int(threads))
+
+
+def movement(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    threads: int = 1,
+) -> dict:
+    """What ``looptrace movement`` prints, as a dict: per memory level and tensor the
+    windows, largest tile, fills and drains; per level the peak footprint."""
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads))
+
+
+def describe(spec: Spec) -> dict:
+    """What ``looptrace describe`` prints, as a dict: Einsums, tensors, the compiled LoopTree."""
+    return spec.describe()
+
+
+def transfers(
+    spec_or_mapping,
+    level: str,
+    workload: Workload | None = None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    line_bytes: int = 64,
+    align: int = 4096,
+) -> TransferTrace:
+    """The requests between ``level`` and its children, as ``looptrace transfers``."""
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    t, a, w, c, x, storages, names = _looptrace.transfers(
+        handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align)
+    )
+    return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names)
+
+
+from .plotting import plot_access_trace  # noqa: E402  (needs the names above)
