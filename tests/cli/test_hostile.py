@@ -330,6 +330,40 @@ def test_mapping_checked_against_the_arch():
     check(p.returncode == 0, "no arch: the names are not checked (%r)" % p.stderr)
 
 
+LINT = """workload:
+  rank_sizes: {M: 8, K: 4, N: 3}
+  einsums:
+  - "Z[m, k] = A[m, k]"
+  - "Y[m] = Z[m, k]"
+  - "W[n] = B[n]"
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, Y, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 64}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Storage {component: Buf, tensors: [Y]}
+      - !Compute {einsum: Z}
+    - !Compute {einsum: Y}
+"""
+
+
+def test_mistakes_that_still_trace_are_warned():
+    path = write("lint.yaml", LINT)
+    p = run("summary", path)
+    check(p.returncode == 0, "warnings only: exit 0 (%r)" % p.stderr)
+    for want in ("lint.yaml:15:9: warning: !Storage holds tensor 'Y', which no Einsum below it accesses ('Z')",
+                 "lint.yaml:10:5: warning: tile_shape 64 of the !Temporal loop over 'm' is larger than its rank "
+                 "(m < 8 below it)",
+                 "lint.yaml:8:3: warning: the mapping leaves Einsum 'W' of the workload unmapped (no !Compute names "
+                 "it): it is not traced"):
+        check(want in p.stderr, "stderr says %r (%r)" % (want, p.stderr))
+    p = run("summary", write("conv1d.yaml", harness.CONV1D))
+    check(p.stderr == "", "a clean mapping: no warning (%r)" % p.stderr)
+
+
 def test_mapping_that_computes_nothing():
     no_compute = write("no-compute.yaml", harness.TINY_WORKLOAD + "mapping:\n  nodes:\n"
                        "  - !Temporal {rank_variable: m, tile_shape: 1}\n")
@@ -410,6 +444,7 @@ if __name__ == "__main__":
         test_transfer_layout_options,
         test_transfers_without_a_level_lists_the_levels,
         test_mapping_checked_against_the_arch,
+        test_mistakes_that_still_trace_are_warned,
         test_mapping_that_computes_nothing,
         test_control_bytes_in_messages_are_escaped,
         test_interrupt_ends_between_records,
