@@ -28,7 +28,7 @@ def main():
                     os.path.join(shared, "accelforge-examples")], check=True, stdout=subprocess.DEVNULL)
     passed = failed = 0
     for name, kind in TARGETS.items():
-        exe = os.path.join(a.build, "fuzz", "fuzz_" + name)
+        exe = os.path.abspath(os.path.join(a.build, "fuzz", "fuzz_" + name))
         dirs = [d for d in (os.path.join(seeds, kind), os.path.join(a.source, "fuzz", "regressions", "fuzz_" + name))
                 if os.path.isdir(d) and os.listdir(d)]
         if not os.access(exe, os.X_OK):
