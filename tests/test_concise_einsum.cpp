@@ -132,15 +132,31 @@ TEST_CASE("concise einsum: an expression needs a rank name") {
   CHECK(failure_of("Z[m] = A[m, 2]").column == 12);
 }
 
-TEST_CASE("concise einsum: errors and their columns") {
-  Failure f = failure_of("Z[m] = A[m] * A[M: m + 1]");
-  CHECK(f.column == 14);
-  CHECK(contains(f.message, "tensor A appears twice with different indices"));
-  f = failure_of("A[m] = A[m] * B[m]");
-  CHECK(f.column == 7);
-  CHECK(contains(f.message, "tensor A is both the output and an input"));
+TEST_CASE("concise einsum: a tensor named again is read as AccelForge reads it, with a note") {
+  // AccelForge keys accesses by name: the first place, the last entry.
+  const ConciseEinsum twice = parse_concise_einsum("Z[m] = A[m] * B[m] * A[M: m + 1]");
+  REQUIRE(twice.accesses.size() == 3);
+  CHECK(twice.accesses[0].tensor == "A");
+  CHECK(twice.accesses[0].projection[0].constant == 1);  // m + 1, the last
+  CHECK(twice.accesses[1].tensor == "B");
+  CHECK(twice.accesses[2].tensor == "Z");
+  REQUIRE(twice.notes.size() == 1);
+  CHECK(contains(twice.notes[0], "tensor A appears twice with different indices: AccelForge keeps the last"));
+  // The output on the right too: the output's entry, in the place of the read.
+  const ConciseEinsum accumulate = parse_concise_einsum("A[m] = A[m] + B[m]");
+  REQUIRE(accumulate.accesses.size() == 2);
+  CHECK(accumulate.accesses[0].tensor == "A");
+  CHECK(accumulate.accesses[0].is_output);
+  CHECK(accumulate.accesses[1].tensor == "B");
+  CHECK(!accumulate.accesses[1].is_output);
+  REQUIRE(accumulate.notes.size() == 1);
+  CHECK(contains(accumulate.notes[0], "tensor A is both the output and an input"));
+  // The same indices twice: read once, nothing to note.
+  CHECK(parse_concise_einsum("Z[m] = A[m] * A[m]").notes.empty());
+}
 
-  f = failure_of("Z[m] = 2 * A[m]");
+TEST_CASE("concise einsum: errors and their columns") {
+  Failure f = failure_of("Z[m] = 2 * A[m]");
   CHECK(f.column == 7);
   CHECK(contains(f.message, "constant"));
 

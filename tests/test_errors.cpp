@@ -111,12 +111,25 @@ TEST_CASE("errors: the column of an expression error is the offending character"
   CHECK(e.where().column == 41);  // just past the text (28 + 13), where an operand is missing
   CHECK(contains(e.message(), "'0 <= m < 4 + '"));
 
-  // A concise Einsum: a tensor named twice is read once, but not with other indices.
-  e = load1_error("workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n"
-                  "  - \"Z[m] = A[m] * A[M: m + 1]\"\n" + std::string("mapping:\n  nodes:\n  - !Compute {einsum: Z}\n"));
-  CHECK(e.where().line == 4);
-  CHECK(e.where().column == 20);  // the second A (past the quote)
-  CHECK(contains(e.message(), "tensor A appears twice with different indices"));
+  // A concise Einsum: a tensor named twice with other indices is read as AccelForge
+  // reads it (the last), with a warning at the Einsum.
+  const looptrace::Spec spec = th::spec_text("workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n"
+                                             "  - \"Z[m] = A[m] * A[M: m + 1]\"\n" +
+                                             std::string("mapping:\n  nodes:\n  - !Compute {einsum: Z}\n"));
+  REQUIRE(spec.warnings.size() == 1);
+  CHECK(spec.warnings[0].where.line == 4);
+  CHECK(contains(spec.warnings[0].message, "tensor A appears twice with different indices"));
+  REQUIRE(spec.workload.einsums[0].accesses.size() == 2);
+  CHECK(spec.workload.einsums[0].accesses[0].projection[0].constant == 1);
+}
+
+TEST_CASE("errors: an Einsum string with a name beside it is named after its output, as AccelForge names it") {
+  const looptrace::Spec spec = th::spec_text(
+      "workload:\n  rank_sizes: {M: 4}\n  einsums:\n  - {einsum: \"Y[m] = X[m]\", name: Foo}\n"
+      "mapping:\n  nodes:\n  - !Compute {einsum: Y}\n");
+  CHECK(spec.workload.einsums[0].name == "Y");
+  REQUIRE(spec.warnings.size() == 1);
+  CHECK(contains(spec.warnings[0].message, "after its output, 'Y'; its name 'Foo' is not used"));
 }
 
 TEST_CASE("errors: a key given twice is refused, not silently dropped (regression)") {

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -121,14 +123,17 @@ workload:
   CHECK(e.rank_variables == std::vector<std::string>{"p", "r"});
 }
 
-TEST_CASE("load: `einsum:` with a `name:` renames the Einsum") {
+TEST_CASE("load: `einsum:` with a `name:` is named after its output, as AccelForge names it (with a warning)") {
   const Spec s = th::spec_text2(R"(
 workload:
   iteration_space_shape: {m: 0 <= m < 2}
   einsums:
   - {einsum: "B[m] = A[m]", name: Copy}
 )", kMapping);
-  CHECK(s.workload.einsums.at(0).name == "Copy");
+  CHECK(s.workload.einsums.at(0).name == "B");
+  CHECK(std::any_of(s.warnings.begin(), s.warnings.end(), [](const looptrace::SpecWarning& w) {
+    return w.message.find("its name 'Copy' is not used") != std::string::npos;
+  }));
 }
 
 TEST_CASE("load: Jinja defines drive loops, conditionals and defaults") {

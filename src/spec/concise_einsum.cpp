@@ -42,29 +42,47 @@ class ConciseParser {
     einsum.name = output.tensor;
     do {
       skip_space();
-      const std::size_t col = pos_;
       ConciseAccess input = tensor_ref();
-      if (input.tensor == output.tensor)
-        throw ExpressionError(col, "tensor " + input.tensor + " is both the output and an input");
-      // A tensor named twice on the right is read once (as AccelForge reads it).
+      // AccelForge keys the accesses by tensor name (_parse_einsum_entry): a tensor
+      // named again keeps its first place and takes the last entry, the output's
+      // when it is the output.
       auto same = std::find_if(einsum.accesses.begin(), einsum.accesses.end(),
                                [&](const ConciseAccess& a) { return a.tensor == input.tensor; });
-      if (same == einsum.accesses.end()) {
+      if (input.tensor == output.tensor) {
+        if (same == einsum.accesses.end()) {
+          einsum.notes.push_back("tensor " + input.tensor +
+                                 " is both the output and an input: AccelForge reads it as the output only "
+                                 "(its read on the right is not traced)");
+          einsum.accesses.push_back(input);  // its place; the output's entry comes at the end
+        }
+      } else if (same == einsum.accesses.end()) {
         einsum.accesses.push_back(std::move(input));
       } else if (same->ranks != input.ranks || same->projection != input.projection) {
-        throw ExpressionError(col, "tensor " + input.tensor +
-                                       " appears twice with different indices; an Einsum reads a tensor once");
+        einsum.notes.push_back("tensor " + input.tensor +
+                               " appears twice with different indices: AccelForge keeps the last (" + text_of(input) +
+                               "), the read of " + text_of(*same) + " is not traced");
+        *same = std::move(input);
       }
     } while (accept_operator());
     skip_space();
     if (pos_ < text_.size()) throw ExpressionError(pos_, unexpected("'*', '+' or the end"));
-    einsum.accesses.push_back(std::move(output));
+    auto place = std::find_if(einsum.accesses.begin(), einsum.accesses.end(),
+                              [&](const ConciseAccess& a) { return a.tensor == output.tensor; });
+    if (place != einsum.accesses.end()) *place = std::move(output);
+    else einsum.accesses.push_back(std::move(output));
     return einsum;
   }
 
  private:
   void skip_space() {
     while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
+  }
+
+  // "X[M, N]": a tensor reference by its ranks, for a note.
+  static std::string text_of(const ConciseAccess& a) {
+    std::string out = a.tensor + "[";
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) out += (r ? ", " : "") + a.ranks[r];
+    return out + "]";
   }
 
   std::string unexpected(const std::string& wanted) const {

@@ -443,6 +443,7 @@ std::string kind_of(const SpecNode& n) {
 
 struct Reader {
   mutable std::size_t mapping_nodes = 0;  // read so far, against kMaxMappingNodes
+  mutable std::vector<SpecWarning> warnings;  // what the readers note; load() keeps them
 
   [[noreturn]] void fail(const SpecNode& node, const std::string& message) const { fail_at(node, message); }
 
@@ -739,6 +740,7 @@ Einsum from_concise(const Reader& in, const SpecNode& node) {
   Einsum einsum;
   einsum.name = parsed.name;
   einsum.where = node.where;
+  for (const std::string& note : parsed.notes) in.warnings.push_back({node.where, "Einsum '" + text + "': " + note});
   for (auto& a : parsed.accesses) einsum.accesses.push_back({a.tensor, a.ranks, a.projection, a.is_output, einsum.where});
   return einsum;
 }
@@ -779,7 +781,11 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
   if (const SpecNode* concise = node.find("einsum")) {
     einsum = from_concise(in, *concise);
     if (accesses) add_access_keys(in, *accesses, einsum, concise->text);
-    if (const SpecNode* name = node.find("name")) einsum.name = in.name(*name, "the Einsum name");
+    // AccelForge names an Einsum written as a string after its output tensor, whatever
+    // `name:` says (_parse_einsum_entry).
+    if (const SpecNode* name = node.find("name"); name && in.name(*name, "the Einsum name") != einsum.name)
+      in.warnings.push_back({name->where, "AccelForge names the Einsum '" + concise->text + "' after its output, '" +
+                                              einsum.name + "'; its name '" + name->text + "' is not used"});
   } else {
     const SpecNode* name = node.find("name");
     if (!name) in.fail(node, "an Einsum needs a 'name' (or an 'einsum' string)");
@@ -1033,7 +1039,7 @@ void check_against_arch(const MappingNode& node, const ArchComponents& arch,
   if (node.kind == NodeKind::Storage && !node.component.empty() && !arch.kind.count(node.component))
     fail("!Storage component '" + node.component + "' is not a component of the arch" +
          did_you_mean(node.component, names(arch.kind)) + " (the arch has: " + join(names(arch.kind)) + ")");
-  if (node.kind == NodeKind::Compute && !node.component.empty() &&
+  if (node.kind == NodeKind::Compute && !node.component.empty() && !computes.empty() &&  // (an arch of memories only)
       std::find(computes.begin(), computes.end(), node.component) == computes.end())
     fail("!Compute component '" + node.component + "' is not a !Compute of the arch" +
          did_you_mean(node.component, computes) + " (its compute units: " + join(computes) + ")");
@@ -1234,6 +1240,7 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
   if (workload == top.end()) throw SpecError("no 'workload:' in the spec files " + files_read());
   const SpecNode* variables_node = top.count("variables") ? top.at("variables").value.get() : nullptr;
   spec.workload = read_workload(in, *workload->second.value, variables_node);
+  spec.warnings.insert(spec.warnings.end(), in.warnings.begin(), in.warnings.end());
   if (auto arch = top.find("arch"); arch != top.end()) read_memories(in, *arch->second.value, variables_node, spec.memories, 0);
   auto mapping = top.find("mapping");
   if (mapping != top.end()) {

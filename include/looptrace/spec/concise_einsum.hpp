@@ -18,12 +18,18 @@ struct ConciseAccess {
 
 struct ConciseEinsum {
   std::string name;                     // the output tensor's name
-  std::vector<ConciseAccess> accesses;  // inputs in order of appearance, output last
+  // One per tensor, in order of first appearance on the right, the output last unless
+  // it appears there too (where AccelForge's _parse_einsum_entry puts it).
+  std::vector<ConciseAccess> accesses;
+  // Reads AccelForge's parser drops, said as warnings: the output named on the right
+  // too (read as the output only), a tensor named twice with other indices (the last
+  // wins).
+  std::vector<std::string> notes;
 };
 
 // Throws ExpressionError with the column of the offending character. The right-hand
 // side is tensor references joined by `*`, `+`, `-` or `/` (each is read; constant
-// factors are not allowed); a tensor named twice with the same indices is read once.
+// factors are not allowed); a tensor named twice is read once, as AccelForge reads it.
 ConciseEinsum parse_concise_einsum(std::string_view text);
 
 }  // namespace looptrace
