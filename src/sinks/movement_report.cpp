@@ -76,6 +76,20 @@ json movement_json(const MovementReport& r) {
   return out;
 }
 
+namespace {
+// "1073741824 bits (134217728 bytes)": whole numbers as such, not 1.07374e+09.
+std::string bits_text(double bits) {
+  std::ostringstream out;
+  if (bits == std::floor(bits) && std::fabs(bits) < 9e15) {
+    out << static_cast<long long>(bits) << " bits";
+    if (std::fmod(bits, 8) == 0) out << " (" << static_cast<long long>(bits / 8) << " bytes)";
+  } else {
+    out << bits << " bits";
+  }
+  return out.str();
+}
+}  // namespace
+
 std::string movement_text(const MovementReport& r) {
   std::ostringstream out;
   out << "timesteps [" << r.from << ", " << r.n_timesteps << ")" << (r.truncated ? " (part of the schedule)" : "")
@@ -93,8 +107,13 @@ std::string movement_text(const MovementReport& r) {
   for (const auto& l : r.levels)
     for (const auto& t : l.tensors) {
       out << std::left << std::setw(int(level_w) + 2) << l.level << std::setw(int(tensor_w) + 2) << t.tensor
-          << std::setw(6) << (t.home ? "yes" : "") << std::right << std::setw(n) << t.windows << std::setw(n)
-          << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.drains;
+          << std::setw(6) << (t.home ? "yes" : "") << std::right << std::setw(n) << t.windows;
+      if (t.windows == 0) {  // zeros would read as measured; nothing was
+        out << std::setw(n) << "-" << std::setw(n) << "-" << std::setw(n) << "-" << std::setw(n) << "-"
+            << std::setw(n) << "-" << "  (no window in the selection)\n";
+        continue;
+      }
+      out << std::setw(n) << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.drains;
       if (t.bytes_per_value)
         out << std::setw(n) << t.fills * *t.bytes_per_value << std::setw(n) << t.drains * *t.bytes_per_value;
       else
@@ -111,11 +130,11 @@ std::string movement_text(const MovementReport& r) {
       out << "; size '" << *l.capacity_unevaluated << "' needs AccelForge's context (not evaluated)";
     } else if (l.capacity_bits) {
       if (std::isinf(*l.capacity_bits)) out << "; unbounded size";
-      else if (!l.peak_footprint_bytes) out << "; size " << *l.capacity_bits << " bits (no bits_per_value to compare)";
+      else if (!l.peak_footprint_bytes) out << "; size " << bits_text(*l.capacity_bits) << " (no bits_per_value to compare)";
       else {
         const double bits = double(l.peak_footprint_bytes->value) * 8;
-        out << "; size " << *l.capacity_bits << " bits: " << (bits <= *l.capacity_bits ? "fits" : "does NOT fit");
-        if (bits > *l.capacity_bits) out << " (over by " << bits - *l.capacity_bits << " bits)";
+        out << "; size " << bits_text(*l.capacity_bits) << ": " << (bits <= *l.capacity_bits ? "fits" : "does NOT fit");
+        if (bits > *l.capacity_bits) out << " (over by " << bits_text(bits - *l.capacity_bits) << ")";
       }
     }
     out << "\n";

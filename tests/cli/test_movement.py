@@ -129,6 +129,17 @@ def test_text():
           "the peaks, one line per level: %r" % lines[-2:])
     r = run("movement", *CONV1D, "--format", "text", "--from", "4", "--to", "10")
     check(r.stdout.startswith("timesteps [4, 10) (part of the schedule)"), "a window says so: %r" % r.stdout[:60])
+    # A row with no window in the selection is marked, not a row of measured zeros.
+    r = run("movement", *CONV1D, "--format", "text", "--max-timesteps", "0")
+    marked = [l for l in r.stdout.splitlines() if l.endswith("(no window in the selection)")]
+    check(len(marked) == 6 and all(l.split()[-10:-5] == ["-"] * 5 for l in marked),
+          "no window: six rows marked with '-' (%r)" % marked[:2])
+    # Sizes print as whole bits and bytes.
+    arch = write("arch.yaml", "arch:\n  nodes:\n  - !Memory {name: MainMemory, size: inf}\n"
+                 "  - !Memory {name: GlobalBuffer, size: 1024*1024*128*8}\n")
+    r = run("movement", arch, *CONV1D, "--format", "text")
+    check("GlobalBuffer: peak footprint 7 elements at t=0; 7 bytes at t=0; size 1073741824 bits (134217728 bytes): "
+          "fits" in r.stdout, "a whole size in bits and bytes (%r)" % r.stdout[-300:])
 
 
 def test_errors():
