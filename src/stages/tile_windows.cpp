@@ -15,6 +15,7 @@ WindowPlan WindowPlan::make(const Schedule& s, const std::string& level,
     return tensors.empty() || std::find(tensors.begin(), tensors.end(), t) != tensors.end();
   };
   WindowPlan plan;
+  plan.tensors = tensors;
   for (std::size_t i = 0; i < s.storages.size(); ++i) {
     const StorageWindows& st = s.storages[i];
     if (!level.empty() && st.level != level) continue;
@@ -34,6 +35,7 @@ WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages
   storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
   WindowPlan plan;
   plan.storages = storages;
+  plan.tensors = tensors;
   for (std::size_t t = 0; t < s.traces.size(); ++t) {
     int h = traced(s.traces[t].tensor) ? s.holder(t) : -1;
     while (h >= 0 && !std::binary_search(storages.begin(), storages.end(), std::uint32_t(h)))

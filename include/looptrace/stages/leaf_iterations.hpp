@@ -46,6 +46,7 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   LeafIterations(const Schedule& schedule, std::size_t leaf);
 
   const Schedule& schedule() const { return *schedule_; }
+  const StreamContext& context() const { return context_; }
   const LeafSchedule& leaf() const { return schedule_->leaves[leaf_]; }
   std::size_t leaf_index() const { return leaf_; }
 
@@ -103,6 +104,7 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   void append_iterations();
 
   const Schedule* schedule_ = nullptr;
+  StreamContext context_;
   std::size_t leaf_ = 0;
   TimeOdometer odometer_;
   std::vector<std::vector<const LoopLevel*>> chains_;  // per variable: loops over it
