@@ -1,6 +1,7 @@
 #include "looptrace/schedule.hpp"
 
 #include "looptrace/access.hpp"
+#include "looptrace/spec/load.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -9,15 +10,20 @@
 
 namespace looptrace {
 
-int Schedule::find_tensor(const std::string& name) const {
-  const auto it = tensor_index.find(name);
-  return it == tensor_index.end() ? -1 : it->second;
+int NameIndex::find(const std::string& name) const {
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+  return it != entries_.end() && it->first == name ? it->second : -1;
 }
 
-int Schedule::find_einsum(const std::string& name) const {
-  const auto it = einsum_index.find(name);
-  return it == einsum_index.end() ? -1 : it->second;
+void NameIndex::emplace(const std::string& name, int index) {
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+  if (it == entries_.end() || it->first != name) entries_.insert(it, {name, index});
 }
+
+int Schedule::find_tensor(const std::string& name) const { return tensor_index.find(name); }
+int Schedule::find_einsum(const std::string& name) const { return einsum_index.find(name); }
 
 bool StorageWindows::holds(const std::string& tensor) const {
   return std::find(tensors.begin(), tensors.end(), tensor) != tensors.end();

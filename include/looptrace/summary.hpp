@@ -13,6 +13,7 @@
 
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
+#include "looptrace/spec/load.hpp"  // what a caller compiles the schedule from
 #include "looptrace/stages/time_selection.hpp"
 #include "looptrace/window_runs.hpp"
 

@@ -21,8 +21,8 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/options.hpp"
+#include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/window_traffic.hpp"
-#include "looptrace/stream.hpp"
 
 namespace looptrace {
 
