@@ -7,6 +7,8 @@
 #include <map>
 
 #include "looptrace/schedule.hpp"
+#include "looptree.hpp"
+#include "tiling.hpp"
 
 namespace looptrace {
 
@@ -26,39 +28,9 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, const SourceLocation& w
   return r;
 }
 
-// Tile sizes past any extent act alike (SEMANTICS "Time"); capping keeps 64 bits.
-constexpr std::int64_t kTileCap = std::int64_t(1) << 61;
+using namespace tiling;
 
-std::int64_t stride_of(const MappingNode& loop) { return std::min(loop.tile_shape, kTileCap); }
-std::int64_t initial_of(const MappingNode& loop) {
-  return std::min(loop.initial_tile_shape.value_or(loop.tile_shape), kTileCap);
-}
-
-// Tiles [0, i), [i, i+s), ... of a tile of size `given`.
-std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t stride) {
-  if (given <= initial) return 1;
-  return 1 + (given - initial + stride - 1) / stride;
-}
-
-bool is_branch(const MappingNode& c) {
-  return c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute;
-}
-
-const MappingNode* continuation_of(const MappingNode& nested) {
-  for (const auto& c : nested.children)
-    if (is_branch(c)) return &c;
-  return nullptr;
-}
-
-const MappingNode* first_compute(const MappingNode* node) {
-  if (!node) return nullptr;
-  if (node->kind == NodeKind::Compute) return node;
-  if (node->kind == NodeKind::Nested) return first_compute(continuation_of(*node));
-  if (node->is_split())
-    for (const auto& c : node->children)
-      if (const MappingNode* f = first_compute(&c)) return f;
-  return nullptr;
-}
+using namespace looptree;
 
 // Durations and loop counts of a LoopTree, by the rules of SEMANTICS "Time".
 class TreeDescriber {
@@ -124,13 +96,9 @@ class TreeDescriber {
     const MappingNode* cont = continuation_of(node);
     const MappingNode* compute = first_compute(cont);
     std::map<const MappingNode*, std::int64_t> counts;
-    std::size_t pushed = 0;
-    for (const auto& c : node.children) {
-      if (!c.is_loop()) continue;
-      counts[&c] = loop_count(c, compute, enclosing);
-      enclosing.push_back(&c);
-      ++pushed;
-    }
+    const std::size_t pushed = enter_loops(node, compute, enclosing, counts, [&](const auto&... a) {
+      return loop_count(a...);
+    });
     std::optional<DescribedNode> continuation;
     if (cont) continuation = describe(*cont, enclosing);
     enclosing.resize(enclosing.size() - pushed);

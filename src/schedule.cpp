@@ -2,6 +2,8 @@
 
 #include "looptrace/access.hpp"
 #include "looptrace/spec/load.hpp"
+#include "looptree.hpp"
+#include "tiling.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -77,37 +79,9 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, const SourceLocation& w
   return r;
 }
 
-// The number of tiles a loop cuts a tile of size `given` into.
-std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t stride) {
-  if (given <= initial) return 1;
-  return 1 + (given - initial + stride - 1) / stride;
-}
+using namespace tiling;
 
-// Tile sizes past any extent (extents stay below 2^61) act alike; capping them keeps
-// tile arithmetic inside 64 bits.
-constexpr std::int64_t kTileCap = std::int64_t(1) << 61;
-
-std::int64_t stride_of(const MappingNode& loop) { return std::min(loop.tile_shape, kTileCap); }
-
-std::int64_t initial_of(const MappingNode& loop) {
-  return std::min(loop.initial_tile_shape.value_or(loop.tile_shape), kTileCap);
-}
-
-const MappingNode* continuation_of(const MappingNode& nested) {
-  for (const auto& c : nested.children)
-    if (c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute) return &c;
-  return nullptr;
-}
-
-const MappingNode* first_compute(const MappingNode* node) {
-  if (!node) return nullptr;
-  if (node->kind == NodeKind::Compute) return node;
-  if (node->kind == NodeKind::Nested) return first_compute(continuation_of(*node));
-  if (node->is_split())
-    for (const auto& c : node->children)
-      if (const MappingNode* f = first_compute(&c)) return f;
-  return nullptr;
-}
+using namespace looptree;
 
 struct Compiler {
   const Spec& spec;
@@ -176,13 +150,9 @@ struct Compiler {
   std::int64_t measure_nested(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
     const MappingNode* cont = continuation_of(node);
     const MappingNode* compute = first_compute(cont);
-    std::size_t pushed = 0;
-    for (const auto& c : node.children) {
-      if (!c.is_loop()) continue;
-      counts[&c] = loop_count(c, compute, enclosing);
-      enclosing.push_back(&c);
-      ++pushed;
-    }
+    const std::size_t pushed = enter_loops(node, compute, enclosing, counts, [&](const auto&... a) {
+      return loop_count(a...);
+    });
     std::int64_t d = cont ? measure(*cont, enclosing) : 0;
     enclosing.resize(enclosing.size() - pushed);
     for (const auto& c : node.children)
@@ -398,6 +368,9 @@ struct Compiler {
       }
   }
 
+  struct Stretch {
+    std::int64_t lo, hi;  // [lo, hi)
+  };
   // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
   static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
                                   std::int64_t lo, std::int64_t hi) {
@@ -408,16 +381,12 @@ struct Compiler {
     // Later tiles start later; the last two non-empty ones bound every other.
     // Tiles starting at or past `hi - lo` are empty; skip them in O(1), not one by one
     // (an inner loop under a far larger tile can have ~2^61 of them).
-    std::int64_t last = l.count - 1;
-    if (hi - lo <= l.initial_tile_shape) last = 0;
-    else last = std::min(last, 1 + (hi - lo - l.initial_tile_shape - 1) / l.tile_shape);
+    const std::int64_t last = std::min(l.count, tile_count(hi - lo, l)) - 1;
     int tried = 0;
     for (std::int64_t j = last; j >= 0 && tried < 2; --j) {
-      std::int64_t start = j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape;
-      std::int64_t end = j == 0 ? l.initial_tile_shape : start + l.tile_shape;
-      std::int64_t a = lo + start, b = std::min(hi, lo + end);
-      if (a >= b) continue;
-      best = std::max(best, max_visited(chain, k + 1, a, b));
+      const Stretch sub = tiling::sub_tile(Stretch{lo, hi}, l, j);
+      if (sub.lo >= sub.hi) continue;
+      best = std::max(best, max_visited(chain, k + 1, sub.lo, sub.hi));
       ++tried;
     }
     return best;

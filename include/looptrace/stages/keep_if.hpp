@@ -29,16 +29,7 @@ class KeepIf : public BatchStage<KeepIf<Up, Pred>, Up> {
 };
 
 template <class Pred>
-struct KeepIfAdaptor : StageAdaptor {
-  Pred pred;
-  template <AccessSource Up>
-  KeepIf<Up, Pred> operator()(Up up) const {
-    return KeepIf<Up, Pred>(std::move(up), pred);
-  }
-};
-
-template <class Pred>
-KeepIfAdaptor<Pred> keep_if(Pred pred) {
+FunctionAdaptor<KeepIf, Pred> keep_if(Pred pred) {
   return {{}, std::move(pred)};
 }
 

@@ -220,4 +220,15 @@ class BatchStage : public ForwardingStage<Derived, Up> {
   }
 };
 
+// The adaptor of a stage made of a source and one function (keep_if, transform, tap):
+// `source | adaptor` builds Stage<Up, Fn>(source, fn).
+template <template <class, class> class StageOf, class Fn>
+struct FunctionAdaptor : StageAdaptor {
+  Fn fn;
+  template <AccessSource Up>
+  StageOf<Up, Fn> operator()(Up up) const {
+    return StageOf<Up, Fn>(std::move(up), fn);
+  }
+};
+
 }  // namespace looptrace

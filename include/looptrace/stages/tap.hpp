@@ -23,16 +23,7 @@ class Tap : public BatchStage<Tap<Up, Fn>, Up> {
 };
 
 template <class Fn>
-struct TapAdaptor : StageAdaptor {
-  Fn fn;
-  template <AccessSource Up>
-  Tap<Up, Fn> operator()(Up up) const {
-    return Tap<Up, Fn>(std::move(up), fn);
-  }
-};
-
-template <class Fn>
-TapAdaptor<Fn> tap(Fn fn) {
+FunctionAdaptor<Tap, Fn> tap(Fn fn) {
   return {{}, std::move(fn)};
 }
 

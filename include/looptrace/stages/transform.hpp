@@ -27,16 +27,7 @@ class Transform : public BatchStage<Transform<Up, Fn>, Up> {
 };
 
 template <class Fn>
-struct TransformAdaptor : StageAdaptor {
-  Fn fn;
-  template <AccessSource Up>
-  Transform<Up, Fn> operator()(Up up) const {
-    return Transform<Up, Fn>(std::move(up), fn);
-  }
-};
-
-template <class Fn>
-TransformAdaptor<Fn> transform(Fn fn) {
+FunctionAdaptor<Transform, Fn> transform(Fn fn) {
   return {{}, std::move(fn)};
 }
 
