@@ -29,8 +29,14 @@ class FilterTraces : public ForwardingStage<FilterTraces<Up>, Up> {
 
  public:
   FilterTraces() = default;
-  FilterTraces(Up up, const std::vector<bool>& trace_enabled) : Base(std::move(up)), context_(this->up_.context()) {
-    restrict_traces(trace_enabled);
+  FilterTraces(Up up, std::vector<bool> trace_enabled) : Base(std::move(up)), context_(this->up_.context()) {
+    std::vector<bool>& enabled = context_.traces;
+    if (enabled.empty()) {
+      enabled = std::move(trace_enabled);  // the usual case: no copy
+    } else {
+      for (std::size_t i = 0; i < enabled.size(); ++i) enabled[i] = enabled[i] && trace_enabled[i];
+    }
+    if constexpr (RestrictableSource<Up>) this->up_.restrict_traces(context_.traces);
   }
 
   AccessBatch next_batch(std::int64_t until) {

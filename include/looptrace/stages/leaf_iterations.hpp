@@ -21,6 +21,8 @@
 
 namespace looptrace {
 
+class Project;
+
 struct Interval {
   std::int64_t lo, hi;  // [lo, hi)
   friend bool operator==(const Interval&, const Interval&) = default;
@@ -52,9 +54,6 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
 
   void seek(std::int64_t t);  // to the first timestep >= t
   void advance();
-  // n steps of the innermost temporal loop, where its digit has room for n - 1 of them
-  // without a carry (the last may carry).
-  void advance_innermost(std::int64_t n);
   bool done() const { return odometer_.done(); }
   std::int64_t timestep() const { return odometer_.time(); }
   std::int64_t next_timestep() const { return done() ? kEndOfTime : timestep(); }
@@ -68,6 +67,17 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   // spatial loops first), empty sub-tiles left out: tile()[v] before it is merged.
   std::vector<Interval> spatial_tiles(std::size_t v) const;
 
+  // As a source of its own: the Iterations (one per spatial iteration) of the computing
+  // timesteps before `until`.
+  std::span<const Iteration> next_batch(std::int64_t until);
+  std::span<const Iteration> next_values() { return next_batch(kEndOfTime); }
+
+ private:
+  // The handshake with Project, which caches what it derives from the tiles.
+  friend class Project;
+  // n steps of the innermost temporal loop, where its digit has room for n - 1 of them
+  // without a carry (the last may carry).
+  void advance_innermost(std::int64_t n);
   // The outermost odometer level that moved since the last acknowledge_changes() (0
   // after a seek): a consumer caching what it derives from tiles redoes what depends on
   // the variables of that level and inside it.
@@ -89,12 +99,6 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   };
   Translation translation() const;
 
-  // As a source of its own: the Iterations (one per spatial iteration) of the computing
-  // timesteps before `until`.
-  std::span<const Iteration> next_batch(std::int64_t until);
-  std::span<const Iteration> next_values() { return next_batch(kEndOfTime); }
-
- private:
   void plan();
   void retile(std::size_t changed_level);
   void tile_variable(std::size_t v);
