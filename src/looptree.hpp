@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "looptrace/spec/mapping.hpp"
@@ -44,6 +45,19 @@ std::size_t enter_loops(const MappingNode& node, const MappingNode* compute,
     ++pushed;
   }
   return pushed;
+}
+
+// after[k]: the timesteps from the start of child k of a Nested node to its end, for
+// one iteration of the loops before k: what follows each point (`inner`) times the
+// counts of the temporal loops from k on. (Their product was checked when measured.)
+template <class Counts>
+std::vector<std::int64_t> durations_after(const MappingNode& node, std::int64_t inner, const Counts& counts) {
+  std::vector<std::int64_t> after(node.children.size() + 1, inner);
+  for (std::size_t k = node.children.size(); k-- > 0;) {
+    after[k] = after[k + 1];
+    if (node.children[k].kind == NodeKind::Temporal) after[k] *= counts.at(&node.children[k]);
+  }
+  return after;
 }
 
 }  // namespace looptrace::looptree

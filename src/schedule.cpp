@@ -2,6 +2,7 @@
 
 #include "looptrace/access.hpp"
 #include "looptrace/spec/load.hpp"
+#include "compile.hpp"
 #include "looptree.hpp"
 #include "tiling.hpp"
 
@@ -89,6 +90,7 @@ struct Compiler {
   std::unordered_map<const MappingNode*, std::int64_t> counts;     // loop -> iterations
   std::unordered_map<const MappingNode*, std::int64_t> durations;  // node -> timesteps
   Schedule out;
+  bool measure_unreachable = false;
 
   const Einsum& einsum_named(const std::string& name, const SourceLocation& where) {
     const Einsum* e = spec.workload.find_einsum(name);
@@ -155,6 +157,12 @@ struct Compiler {
     });
     std::int64_t d = cont ? measure(*cont, enclosing) : 0;
     enclosing.resize(enclosing.size() - pushed);
+    if (measure_unreachable)  // branches after the continuation, as describe shows them
+      for (const auto& c : node.children)
+        if (&c != cont && looptree::is_branch(c)) {
+          std::vector<const MappingNode*> none;
+          measure(c, none);
+        }
     for (const auto& c : node.children)
       if (c.kind == NodeKind::Temporal) d = checked_mul(d, counts[&c], c.where);
     return d;
@@ -229,13 +237,8 @@ struct Compiler {
 
   void build_nested(const MappingNode& node, Context ctx) {
     const MappingNode* cont = continuation_of(node);
-    std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
-    // The duration of everything after child k: the continuation times later temporal loops.
-    std::vector<std::int64_t> after(node.children.size() + 1, inner);
-    for (std::size_t k = node.children.size(); k-- > 0;) {
-      after[k] = after[k + 1];
-      if (node.children[k].kind == NodeKind::Temporal) after[k] *= counts[&node.children[k]];
-    }
+    const std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
+    const std::vector<std::int64_t> after = durations_after(node, inner, counts);
     for (std::size_t k = 0; k < node.children.size(); ++k) {
       const MappingNode& c = node.children[k];
       if (c.kind == NodeKind::Storage)
@@ -488,8 +491,11 @@ struct Compiler {
 
 }  // namespace
 
-Schedule compile_schedule(const Spec& spec) {
-  Compiler c{spec, {}, {}, {}, {}};
+namespace {
+
+// `table`, when given, keeps the per-node figures (and gets the unreachable ones too).
+Schedule compile(const Spec& spec, LoopTreeTable* table) {
+  Compiler c{spec, {}, {}, {}, {}, table != nullptr};
   for (const auto& e : spec.workload.einsums) {
     c.out.einsum_index.emplace(e.name, int(c.out.einsums.size()));
     c.out.einsums.push_back(e.name);
@@ -501,7 +507,16 @@ Schedule compile_schedule(const Spec& spec) {
   c.build(spec.mapping.root, {});
   c.compute_shapes();
   c.check_element_arithmetic();
+  if (table) {
+    table->iterations = std::move(c.counts);
+    table->durations = std::move(c.durations);
+  }
   return std::move(c.out);
 }
+
+}  // namespace
+
+Schedule compile_schedule(const Spec& spec) { return compile(spec, nullptr); }
+Schedule compile_schedule(const Spec& spec, LoopTreeTable& table) { return compile(spec, &table); }
 
 }  // namespace looptrace
