@@ -9,12 +9,13 @@
 #include "looptrace/schedule.hpp"
 #include "compile.hpp"
 #include "looptree.hpp"
+#include "shapes.hpp"
 
 namespace looptrace {
 
 namespace {
 
-using Wide = __int128;
+using shapes::Wide;
 
 using namespace looptree;
 
@@ -222,24 +223,8 @@ SpecDescription describe_spec(const Spec& spec) {
       DescribedTensor t;
       t.name = a.tensor;
       t.ranks = a.ranks;
-      bool written = false;
-      for (const auto& e2 : spec.workload.einsums)
-        for (const auto& a2 : e2.accesses) written |= a2.tensor == a.tensor && a2.is_output;
-      std::vector<Wide> top(a.ranks.size(), std::numeric_limits<Wide>::max());
-      for (const auto& e2 : spec.workload.einsums) {
-        const EinsumBox& box = boxes.at(e2.name);
-        for (const auto& a2 : e2.accesses) {
-          if (a2.tensor != a.tensor || (written && !a2.is_output)) continue;
-          for (std::size_t r = 0; r < a2.projection.size() && r < top.size(); ++r) {
-            Wide hi = a2.projection[r].constant;
-            for (const auto& [var, coef] : a2.projection[r].terms) {
-              const auto v = std::find(box.variables.begin(), box.variables.end(), var) - box.variables.begin();
-              if (coef > 0) hi += Wide(coef) * (box.extent[std::size_t(v)] - 1);
-            }
-            top[r] = std::min(top[r], hi);
-          }
-        }
-      }
+      const std::vector<Wide> top = shapes::nominal_tops(spec.workload, a.tensor, a.ranks.size(),
+                                                         [&](const Einsum& e2) -> const EinsumBox& { return boxes.at(e2.name); });
       for (const Wide hi : top) {
         if (hi + 1 > std::numeric_limits<std::int64_t>::max())
           throw SpecError(a.where, "tensor '" + a.tensor + "' is larger than 2^63 along a rank");

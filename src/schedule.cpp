@@ -4,6 +4,7 @@
 #include "looptrace/spec/load.hpp"
 #include "compile.hpp"
 #include "looptree.hpp"
+#include "shapes.hpp"
 #include "tiling.hpp"
 
 #include <algorithm>
@@ -417,10 +418,6 @@ struct Compiler {
                     const std::map<std::string, std::vector<std::int64_t>>& visited) {
     using Wide = __int128;
     const TensorAccess* naming = nullptr;
-    bool any_writer = false;
-    for (const auto& e : spec.workload.einsums)
-      for (const auto& a : e.accesses)
-        if (a.tensor == tensor.name && a.is_output) any_writer = true;
     std::vector<Wide> nominal_hi, reached_hi;
     for (const auto& e : spec.workload.einsums) {
       for (const auto& a : e.accesses) {
@@ -437,13 +434,15 @@ struct Compiler {
         const EinsumBox& box = box_of(e);
         auto seen = visited.find(e.name);
         for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-          Wide hi = a.projection[r].constant, lo = hi, reach = hi, reach_lo = hi;
+          Wide hi;
+          bool overflow = !shapes::top_of(a.projection[r], box, hi);  // the nominal top: checked here
+          Wide lo = a.projection[r].constant, reach = lo, reach_lo = lo;
           for (const auto& [var, coef] : a.projection[r].terms) {
             std::size_t v = std::find(box.variables.begin(), box.variables.end(), var) -
                             box.variables.begin();
             // |coef * top| < 2^124, but a sum of many such terms can pass 2^127.
             Wide top = box.extent[v] - 1;
-            bool overflow = __builtin_add_overflow(coef > 0 ? hi : lo, Wide(coef) * top, coef > 0 ? &hi : &lo);
+            if (coef <= 0) overflow |= __builtin_add_overflow(lo, Wide(coef) * top, &lo);
             if (seen != visited.end()) {
               Wide vtop = seen->second[v];
               overflow |= __builtin_add_overflow(coef > 0 ? reach : reach_lo, Wide(coef) * vtop,
@@ -458,11 +457,12 @@ struct Compiler {
             throw SpecError(a.where, "the projection of tensor '" + tensor.name + "' along rank '" +
                                          a.ranks[r] + "' (" + a.projection[r].str() +
                                          ") reaches negative coordinates in Einsum '" + e.name + "'");
-          if (a.is_output || !any_writer) nominal_hi[r] = std::min(nominal_hi[r], hi);
           if (seen != visited.end()) reached_hi[r] = std::max(reached_hi[r], reach);
         }
       }
     }
+    nominal_hi = shapes::nominal_tops(spec.workload, tensor.name, nominal_hi.size(),
+                                      [&](const Einsum& e) -> const EinsumBox& { return box_of(e); });
     tensor.ranks = naming->ranks;
     if (tensor.ranks.size() > kMaxRanks)
       throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
