@@ -1,6 +1,7 @@
 #include "looptrace/stages/tile_windows.hpp"
 
 #include "looptrace/error.hpp"
+#include "window_clip.hpp"
 
 namespace looptrace {
 
@@ -48,21 +49,21 @@ WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages
 WindowCursor::WindowCursor(const Schedule& schedule, std::uint32_t storage, TimeRange clip)
     : storage_(storage), starts_(schedule.storages[storage].starts()),
       duration_(schedule.storages[storage].duration), clip_(clip) {
-  if (duration_ <= 0 || clip_.empty()) {
+  if (!window_clip::any(duration_, clip_)) {
     next_start_ = kEndOfTime;
     return;
   }
-  starts_.seek(clip_.from - duration_ + 1);  // the first window that ends after clip.from
+  window_clip::seek_first(starts_, duration_, clip_);
   find_next();
 }
 
 void WindowCursor::find_next() {
-  next_start_ = !starts_.done() && starts_.time() < clip_.to ? std::max(starts_.time(), clip_.from)
-                                                             : kEndOfTime;
+  next_start_ = window_clip::seen(starts_, clip_) ? window_clip::clipped(starts_.time(), duration_, clip_).from
+                                                  : kEndOfTime;
 }
 
 void WindowCursor::open() {
-  current_ = {next_start_, std::min(starts_.time() + duration_, clip_.to)};
+  current_ = window_clip::clipped(starts_.time(), duration_, clip_);
   open_ = true;
 }
 
