@@ -168,7 +168,7 @@ void BM_TileWindows_TiledGemm(benchmark::State& state) {
   for (auto _ : state) {
     auto windows = trace_pipeline(gemm(), o) | tile_windows("GlobalBuffer");
     std::int64_t in_window = 0, n_windows = 0;
-    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+    for (TileStep step = windows.next_batch(); !step.empty(); step = windows.next_batch()) {
       n_windows += std::int64_t(step.events.size());
       in_window += std::int64_t(step.accesses.size());
     }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/spec/load.hpp"
 #include "looptrace/stages/transfers.hpp"
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/time_odometer.hpp"
+#include "tiling.hpp"
 
 namespace looptrace {
 
@@ -47,34 +48,16 @@ Spans merged(const Spans& s) {
   return out;
 }
 
-// Where sub-tile j starts and ends relative to the tile it is cut from.
-Wide sub_start(const LoopLevel& l, std::int64_t j) {
-  return j == 0 ? 0 : Wide(l.initial_tile_shape) + Wide(j - 1) * l.tile_shape;
-}
-Wide sub_end(const LoopLevel& l, std::int64_t j) {
-  return j == 0 ? Wide(l.initial_tile_shape) : Wide(l.initial_tile_shape) + Wide(j) * l.tile_shape;
-}
-
 // The first j whose sub-tile of a tile of width w is empty.
-Wide first_empty(std::int64_t w, const LoopLevel& l) {
-  const std::int64_t i = l.initial_tile_shape, s = l.tile_shape;
-  return w > i ? 1 + (Wide(w) - i + s - 1) / s : 1;
-}
-
-// The first j >= 1 whose sub-tile is not a full stride.
-Wide first_not_full(std::int64_t w, const LoopLevel& l) {
-  const std::int64_t i = l.initial_tile_shape, s = l.tile_shape;
-  return w >= i ? (Wide(w) - i) / s + 1 : 1;
-}
+Wide first_empty(std::int64_t w, const LoopLevel& l) { return tiling::tile_count<Wide>(w, l); }
+Wide first_not_full(std::int64_t w, const LoopLevel& l) { return tiling::first_not_full<Wide>(w, l); }
 
 // The non-empty sub-tiles j of each span.
 Spans cut(const Spans& given, const LoopLevel& l, std::int64_t j) {
   Spans out;
-  const Wide start = sub_start(l, j), end = sub_end(l, j);
   for (const auto& x : given) {
-    const Wide w = x.hi - x.lo;
-    if (start >= w) continue;
-    out.push_back({x.lo + std::int64_t(start), x.lo + std::int64_t(std::min(w, end))});
+    const auto sub = tiling::sub_tile<Wide>(x, l, j);
+    if (sub.lo < sub.hi) out.push_back(sub);
   }
   return out;
 }

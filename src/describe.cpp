@@ -7,86 +7,35 @@
 #include <map>
 
 #include "looptrace/schedule.hpp"
+#include "compile.hpp"
+#include "looptree.hpp"
+#include "shapes.hpp"
 
 namespace looptrace {
 
 namespace {
 
-using Wide = __int128;
+using shapes::Wide;
 
-std::int64_t checked_mul(std::int64_t a, std::int64_t b, const SourceLocation& where) {
-  std::int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw SpecError(where, "the schedule has more than 2^63 timesteps");
-  return r;
-}
+using namespace looptree;
 
-std::int64_t checked_add(std::int64_t a, std::int64_t b, const SourceLocation& where) {
-  std::int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw SpecError(where, "the schedule has more than 2^63 timesteps");
-  return r;
-}
-
-// Tile sizes past any extent act alike (SEMANTICS "Time"); capping keeps 64 bits.
-constexpr std::int64_t kTileCap = std::int64_t(1) << 61;
-
-std::int64_t stride_of(const MappingNode& loop) { return std::min(loop.tile_shape, kTileCap); }
-std::int64_t initial_of(const MappingNode& loop) {
-  return std::min(loop.initial_tile_shape.value_or(loop.tile_shape), kTileCap);
-}
-
-// Tiles [0, i), [i, i+s), ... of a tile of size `given`.
-std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t stride) {
-  if (given <= initial) return 1;
-  return 1 + (given - initial + stride - 1) / stride;
-}
-
-bool is_branch(const MappingNode& c) {
-  return c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute;
-}
-
-const MappingNode* continuation_of(const MappingNode& nested) {
-  for (const auto& c : nested.children)
-    if (is_branch(c)) return &c;
-  return nullptr;
-}
-
-const MappingNode* first_compute(const MappingNode* node) {
-  if (!node) return nullptr;
-  if (node->kind == NodeKind::Compute) return node;
-  if (node->kind == NodeKind::Nested) return first_compute(continuation_of(*node));
-  if (node->is_split())
-    for (const auto& c : node->children)
-      if (const MappingNode* f = first_compute(&c)) return f;
-  return nullptr;
-}
-
-// Durations and loop counts of a LoopTree, by the rules of SEMANTICS "Time".
+// Formats the compiler's per-node figures (LoopTreeTable) as the tree of DescribedNodes.
 class TreeDescriber {
  public:
-  explicit TreeDescriber(const Spec& spec) : spec_(spec) {}
+  explicit TreeDescriber(const LoopTreeTable& table) : table_(table) {}
 
-  DescribedNode describe(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
+  DescribedNode describe(const MappingNode& node) {
     DescribedNode out = base(node);
     switch (node.kind) {
       case NodeKind::Compute: out.duration = 1; break;
-      case NodeKind::Nested: describe_nested(node, enclosing, out); break;
+      case NodeKind::Nested: describe_nested(node, out); break;
       case NodeKind::Sequential:
       case NodeKind::Pipeline:
-      case NodeKind::Parallel: {
-        std::vector<std::optional<DescribedNode>> branches;
-        for (const auto& c : node.children) {
-          branches.emplace_back();
-          if (!is_branch(c)) continue;
-          branches.back() = describe(c, enclosing);
-          const std::int64_t d = branches.back()->duration;
-          out.duration = node.kind == NodeKind::Sequential ? checked_add(out.duration, d, c.where)
-                                                           : std::max(out.duration, d);
-        }
+      case NodeKind::Parallel:
+        out.duration = table_.durations.at(&node);
         // Children in order; a Storage directly under a split spans the split.
-        for (std::size_t k = 0; k < node.children.size(); ++k)
-          out.children.push_back(branches[k] ? std::move(*branches[k]) : leaf(node.children[k], out.duration));
+        for (const auto& c : node.children) out.children.push_back(is_branch(c) ? describe(c) : leaf(c, out.duration));
         break;
-      }
       default: break;
     }
     return out;
@@ -120,67 +69,28 @@ class TreeDescriber {
     return out;
   }
 
-  void describe_nested(const MappingNode& node, std::vector<const MappingNode*>& enclosing, DescribedNode& out) {
+  void describe_nested(const MappingNode& node, DescribedNode& out) {
     const MappingNode* cont = continuation_of(node);
-    const MappingNode* compute = first_compute(cont);
-    std::map<const MappingNode*, std::int64_t> counts;
-    std::size_t pushed = 0;
-    for (const auto& c : node.children) {
-      if (!c.is_loop()) continue;
-      counts[&c] = loop_count(c, compute, enclosing);
-      enclosing.push_back(&c);
-      ++pushed;
-    }
-    std::optional<DescribedNode> continuation;
-    if (cont) continuation = describe(*cont, enclosing);
-    enclosing.resize(enclosing.size() - pushed);
-    // after[k]: what runs after child k starts, for one iteration of the loops before it.
-    const std::size_t n = node.children.size();
-    std::vector<std::int64_t> after(n + 1, continuation ? continuation->duration : 0);
-    for (std::size_t k = n; k-- > 0;) {
-      after[k] = after[k + 1];
-      if (node.children[k].kind == NodeKind::Temporal)
-        after[k] = checked_mul(after[k], counts[&node.children[k]], node.children[k].where);
-    }
+    const std::vector<std::int64_t> after =
+        durations_after(node, cont ? table_.durations.at(cont) : 0, table_.iterations);
     out.duration = after[0];
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = 0; k < node.children.size(); ++k) {
       const MappingNode& c = node.children[k];
-      if (&c == cont) {
-        out.children.push_back(std::move(*continuation));
-      } else if (c.is_loop()) {
+      if (c.is_loop()) {
         DescribedNode loop = base(c);
-        loop.iterations = counts[&c];
+        loop.iterations = table_.iterations.at(&c);
         loop.iteration_duration = after[k + 1];
         loop.duration = c.kind == NodeKind::Temporal ? after[k] : after[k + 1];
         out.children.push_back(std::move(loop));
-      } else if (is_branch(c)) {  // after the continuation: never reached
-        std::vector<const MappingNode*> none;
-        out.children.push_back(describe(c, none));
+      } else if (is_branch(c)) {  // the continuation, or after it: never reached
+        out.children.push_back(describe(c));
       } else {
         out.children.push_back(leaf(c, after[k + 1]));
       }
     }
   }
 
-  std::int64_t loop_count(const MappingNode& loop, const MappingNode* compute,
-                          const std::vector<const MappingNode*>& enclosing) {
-    for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it)
-      if ((*it)->rank_variable == loop.rank_variable)
-        return tile_count(std::max(stride_of(**it), initial_of(**it)), initial_of(loop), stride_of(loop));
-    if (!compute) return 1;  // nothing below it ever runs
-    const Einsum* e = spec_.workload.find_einsum(compute->einsum);
-    if (!e) throw SpecError(compute->where, "!Compute names Einsum '" + compute->einsum + "', which the workload does not define");
-    auto box = boxes_.find(e->name);
-    if (box == boxes_.end()) box = boxes_.emplace(e->name, einsum_box(spec_.workload, *e)).first;
-    for (std::size_t i = 0; i < box->second.variables.size(); ++i)
-      if (box->second.variables[i] == loop.rank_variable)
-        return tile_count(box->second.extent[i], initial_of(loop), stride_of(loop));
-    throw SpecError(loop.where, "!" + loop.tag + " loop over rank variable '" + loop.rank_variable +
-                                    "', but Einsum '" + e->name + "' (the first below it) has no such rank variable");
-  }
-
-  const Spec& spec_;
-  std::map<std::string, EinsumBox> boxes_;
+  const LoopTreeTable& table_;
 };
 
 std::string join(const std::vector<std::string>& words, const std::string& sep = ", ") {
@@ -313,24 +223,8 @@ SpecDescription describe_spec(const Spec& spec) {
       DescribedTensor t;
       t.name = a.tensor;
       t.ranks = a.ranks;
-      bool written = false;
-      for (const auto& e2 : spec.workload.einsums)
-        for (const auto& a2 : e2.accesses) written |= a2.tensor == a.tensor && a2.is_output;
-      std::vector<Wide> top(a.ranks.size(), std::numeric_limits<Wide>::max());
-      for (const auto& e2 : spec.workload.einsums) {
-        const EinsumBox& box = boxes.at(e2.name);
-        for (const auto& a2 : e2.accesses) {
-          if (a2.tensor != a.tensor || (written && !a2.is_output)) continue;
-          for (std::size_t r = 0; r < a2.projection.size() && r < top.size(); ++r) {
-            Wide hi = a2.projection[r].constant;
-            for (const auto& [var, coef] : a2.projection[r].terms) {
-              const auto v = std::find(box.variables.begin(), box.variables.end(), var) - box.variables.begin();
-              if (coef > 0) hi += Wide(coef) * (box.extent[std::size_t(v)] - 1);
-            }
-            top[r] = std::min(top[r], hi);
-          }
-        }
-      }
+      const std::vector<Wide> top = shapes::nominal_tops(spec.workload, a.tensor, a.ranks.size(),
+                                                         [&](const Einsum& e2) -> const EinsumBox& { return boxes.at(e2.name); });
       for (const Wide hi : top) {
         if (hi + 1 > std::numeric_limits<std::int64_t>::max())
           throw SpecError(a.where, "tensor '" + a.tensor + "' is larger than 2^63 along a rank");
@@ -341,9 +235,9 @@ SpecDescription describe_spec(const Spec& spec) {
 
   if (spec.has_mapping) {
     // What tracing checks, checked here too; the engine's count of timesteps.
-    const Schedule schedule = compile_schedule(spec);
-    std::vector<const MappingNode*> enclosing;
-    d.mapping = TreeDescriber(spec).describe(spec.mapping.root, enclosing);
+    LoopTreeTable table;
+    const Schedule schedule = compile_schedule(spec, table);
+    d.mapping = TreeDescriber(table).describe(spec.mapping.root);
     d.n_timesteps = schedule.n_timesteps;
   }
   return d;

@@ -40,15 +40,14 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
   for (std::size_t n = 0; n < s.storages.size(); ++n)
     if (levels.empty() || std::find(levels.begin(), levels.end(), s.storages[n].level) != levels.end())
       nodes.push_back(std::uint32_t(n));
-  WindowTraffic<TileWindows<TracePipeline>> traffic(
-      TileWindows<TracePipeline>(trace_pipeline(s, options), nodes, options.tensors), false);
+  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
   MovementReport report;
-  report.from = traffic.clip().from;
-  report.n_timesteps = traffic.clip().to;
+  report.from = traffic.context().window.from;
+  report.n_timesteps = traffic.context().window.to;
   report.truncated = report.from > 0 || report.n_timesteps < s.n_timesteps;
 
   // Levels in tree order; per level the tensors its nodes keep, in the order listed.
-  const auto& slots = traffic.plan().slots;
+  const auto& slots = traffic.traffic().slots;
   for (const std::string& name : s.memory_levels)
     if (std::any_of(slots.begin(), slots.end(), [&](const auto& slot) { return s.storages[slot.storage].level == name; }))
       report.levels.push_back({name, {}, {}, {}, {}, {}});
@@ -77,11 +76,11 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
     for (const auto& t : report.levels[l].tensors) has_bytes[l] = has_bytes[l] && t.bytes_per_value.has_value();
 
   auto slot_of = [&](const TileTraffic& t) {
-    for (int k : traffic.plan().slots_of_storage[t.storage])
-      if (traffic.plan().slots[std::size_t(k)].tensor == t.tensor) return std::size_t(k);
+    for (int k : traffic.traffic().slots_of_storage[t.storage])
+      if (traffic.traffic().slots[std::size_t(k)].tensor == t.tensor) return std::size_t(k);
     return std::size_t(0);
   };
-  for (auto events = traffic.next(); !events.empty(); events = traffic.next())
+  for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
     for (const TileTraffic& t : events) {
       const std::size_t k = slot_of(t);
       const auto l = std::size_t(level_of_slot[k]);

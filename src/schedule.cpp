@@ -1,6 +1,11 @@
 #include "looptrace/schedule.hpp"
 
 #include "looptrace/access.hpp"
+#include "looptrace/spec/load.hpp"
+#include "compile.hpp"
+#include "looptree.hpp"
+#include "shapes.hpp"
+#include "tiling.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -9,15 +14,20 @@
 
 namespace looptrace {
 
-int Schedule::find_tensor(const std::string& name) const {
-  const auto it = tensor_index.find(name);
-  return it == tensor_index.end() ? -1 : it->second;
+int NameIndex::find(const std::string& name) const {
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+  return it != entries_.end() && it->first == name ? it->second : -1;
 }
 
-int Schedule::find_einsum(const std::string& name) const {
-  const auto it = einsum_index.find(name);
-  return it == einsum_index.end() ? -1 : it->second;
+void NameIndex::emplace(const std::string& name, int index) {
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+  if (it == entries_.end() || it->first != name) entries_.insert(it, {name, index});
 }
+
+int Schedule::find_tensor(const std::string& name) const { return tensor_index.find(name); }
+int Schedule::find_einsum(const std::string& name) const { return einsum_index.find(name); }
 
 bool StorageWindows::holds(const std::string& tensor) const {
   return std::find(tensors.begin(), tensors.end(), tensor) != tensors.end();
@@ -71,37 +81,9 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, const SourceLocation& w
   return r;
 }
 
-// The number of tiles a loop cuts a tile of size `given` into.
-std::int64_t tile_count(std::int64_t given, std::int64_t initial, std::int64_t stride) {
-  if (given <= initial) return 1;
-  return 1 + (given - initial + stride - 1) / stride;
-}
+using namespace tiling;
 
-// Tile sizes past any extent (extents stay below 2^61) act alike; capping them keeps
-// tile arithmetic inside 64 bits.
-constexpr std::int64_t kTileCap = std::int64_t(1) << 61;
-
-std::int64_t stride_of(const MappingNode& loop) { return std::min(loop.tile_shape, kTileCap); }
-
-std::int64_t initial_of(const MappingNode& loop) {
-  return std::min(loop.initial_tile_shape.value_or(loop.tile_shape), kTileCap);
-}
-
-const MappingNode* continuation_of(const MappingNode& nested) {
-  for (const auto& c : nested.children)
-    if (c.kind == NodeKind::Nested || c.is_split() || c.kind == NodeKind::Compute) return &c;
-  return nullptr;
-}
-
-const MappingNode* first_compute(const MappingNode* node) {
-  if (!node) return nullptr;
-  if (node->kind == NodeKind::Compute) return node;
-  if (node->kind == NodeKind::Nested) return first_compute(continuation_of(*node));
-  if (node->is_split())
-    for (const auto& c : node->children)
-      if (const MappingNode* f = first_compute(&c)) return f;
-  return nullptr;
-}
+using namespace looptree;
 
 struct Compiler {
   const Spec& spec;
@@ -109,6 +91,7 @@ struct Compiler {
   std::unordered_map<const MappingNode*, std::int64_t> counts;     // loop -> iterations
   std::unordered_map<const MappingNode*, std::int64_t> durations;  // node -> timesteps
   Schedule out;
+  bool measure_unreachable = false;
 
   const Einsum& einsum_named(const std::string& name, const SourceLocation& where) {
     const Einsum* e = spec.workload.find_einsum(name);
@@ -170,15 +153,17 @@ struct Compiler {
   std::int64_t measure_nested(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
     const MappingNode* cont = continuation_of(node);
     const MappingNode* compute = first_compute(cont);
-    std::size_t pushed = 0;
-    for (const auto& c : node.children) {
-      if (!c.is_loop()) continue;
-      counts[&c] = loop_count(c, compute, enclosing);
-      enclosing.push_back(&c);
-      ++pushed;
-    }
+    const std::size_t pushed = enter_loops(node, compute, enclosing, counts, [&](const auto&... a) {
+      return loop_count(a...);
+    });
     std::int64_t d = cont ? measure(*cont, enclosing) : 0;
     enclosing.resize(enclosing.size() - pushed);
+    if (measure_unreachable)  // branches after the continuation, as describe shows them
+      for (const auto& c : node.children)
+        if (&c != cont && looptree::is_branch(c)) {
+          std::vector<const MappingNode*> none;
+          measure(c, none);
+        }
     for (const auto& c : node.children)
       if (c.kind == NodeKind::Temporal) d = checked_mul(d, counts[&c], c.where);
     return d;
@@ -253,13 +238,8 @@ struct Compiler {
 
   void build_nested(const MappingNode& node, Context ctx) {
     const MappingNode* cont = continuation_of(node);
-    std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
-    // The duration of everything after child k: the continuation times later temporal loops.
-    std::vector<std::int64_t> after(node.children.size() + 1, inner);
-    for (std::size_t k = node.children.size(); k-- > 0;) {
-      after[k] = after[k + 1];
-      if (node.children[k].kind == NodeKind::Temporal) after[k] *= counts[&node.children[k]];
-    }
+    const std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
+    const std::vector<std::int64_t> after = durations_after(node, inner, counts);
     for (std::size_t k = 0; k < node.children.size(); ++k) {
       const MappingNode& c = node.children[k];
       if (c.kind == NodeKind::Storage)
@@ -392,6 +372,9 @@ struct Compiler {
       }
   }
 
+  struct Stretch {
+    std::int64_t lo, hi;  // [lo, hi)
+  };
   // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
   static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
                                   std::int64_t lo, std::int64_t hi) {
@@ -402,16 +385,12 @@ struct Compiler {
     // Later tiles start later; the last two non-empty ones bound every other.
     // Tiles starting at or past `hi - lo` are empty; skip them in O(1), not one by one
     // (an inner loop under a far larger tile can have ~2^61 of them).
-    std::int64_t last = l.count - 1;
-    if (hi - lo <= l.initial_tile_shape) last = 0;
-    else last = std::min(last, 1 + (hi - lo - l.initial_tile_shape - 1) / l.tile_shape);
+    const std::int64_t last = std::min(l.count, tile_count(hi - lo, l)) - 1;
     int tried = 0;
     for (std::int64_t j = last; j >= 0 && tried < 2; --j) {
-      std::int64_t start = j == 0 ? 0 : l.initial_tile_shape + (j - 1) * l.tile_shape;
-      std::int64_t end = j == 0 ? l.initial_tile_shape : start + l.tile_shape;
-      std::int64_t a = lo + start, b = std::min(hi, lo + end);
-      if (a >= b) continue;
-      best = std::max(best, max_visited(chain, k + 1, a, b));
+      const Stretch sub = tiling::sub_tile(Stretch{lo, hi}, l, j);
+      if (sub.lo >= sub.hi) continue;
+      best = std::max(best, max_visited(chain, k + 1, sub.lo, sub.hi));
       ++tried;
     }
     return best;
@@ -439,10 +418,6 @@ struct Compiler {
                     const std::map<std::string, std::vector<std::int64_t>>& visited) {
     using Wide = __int128;
     const TensorAccess* naming = nullptr;
-    bool any_writer = false;
-    for (const auto& e : spec.workload.einsums)
-      for (const auto& a : e.accesses)
-        if (a.tensor == tensor.name && a.is_output) any_writer = true;
     std::vector<Wide> nominal_hi, reached_hi;
     for (const auto& e : spec.workload.einsums) {
       for (const auto& a : e.accesses) {
@@ -459,13 +434,15 @@ struct Compiler {
         const EinsumBox& box = box_of(e);
         auto seen = visited.find(e.name);
         for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-          Wide hi = a.projection[r].constant, lo = hi, reach = hi, reach_lo = hi;
+          Wide hi;
+          bool overflow = !shapes::top_of(a.projection[r], box, hi);  // the nominal top: checked here
+          Wide lo = a.projection[r].constant, reach = lo, reach_lo = lo;
           for (const auto& [var, coef] : a.projection[r].terms) {
             std::size_t v = std::find(box.variables.begin(), box.variables.end(), var) -
                             box.variables.begin();
             // |coef * top| < 2^124, but a sum of many such terms can pass 2^127.
             Wide top = box.extent[v] - 1;
-            bool overflow = __builtin_add_overflow(coef > 0 ? hi : lo, Wide(coef) * top, coef > 0 ? &hi : &lo);
+            if (coef <= 0) overflow |= __builtin_add_overflow(lo, Wide(coef) * top, &lo);
             if (seen != visited.end()) {
               Wide vtop = seen->second[v];
               overflow |= __builtin_add_overflow(coef > 0 ? reach : reach_lo, Wide(coef) * vtop,
@@ -480,11 +457,12 @@ struct Compiler {
             throw SpecError(a.where, "the projection of tensor '" + tensor.name + "' along rank '" +
                                          a.ranks[r] + "' (" + a.projection[r].str() +
                                          ") reaches negative coordinates in Einsum '" + e.name + "'");
-          if (a.is_output || !any_writer) nominal_hi[r] = std::min(nominal_hi[r], hi);
           if (seen != visited.end()) reached_hi[r] = std::max(reached_hi[r], reach);
         }
       }
     }
+    nominal_hi = shapes::nominal_tops(spec.workload, tensor.name, nominal_hi.size(),
+                                      [&](const Einsum& e) -> const EinsumBox& { return box_of(e); });
     tensor.ranks = naming->ranks;
     if (tensor.ranks.size() > kMaxRanks)
       throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
@@ -513,8 +491,11 @@ struct Compiler {
 
 }  // namespace
 
-Schedule compile_schedule(const Spec& spec) {
-  Compiler c{spec, {}, {}, {}, {}};
+namespace {
+
+// `table`, when given, keeps the per-node figures (and gets the unreachable ones too).
+Schedule compile(const Spec& spec, LoopTreeTable* table) {
+  Compiler c{spec, {}, {}, {}, {}, table != nullptr};
   for (const auto& e : spec.workload.einsums) {
     c.out.einsum_index.emplace(e.name, int(c.out.einsums.size()));
     c.out.einsums.push_back(e.name);
@@ -532,8 +513,17 @@ Schedule compile_schedule(const Spec& spec) {
   }
   c.compute_shapes();
   c.check_element_arithmetic();
+  if (table) {
+    table->iterations = std::move(c.counts);
+    table->durations = std::move(c.durations);
+  }
   return std::move(c.out);
 }
+
+}  // namespace
+
+Schedule compile_schedule(const Spec& spec) { return compile(spec, nullptr); }
+Schedule compile_schedule(const Spec& spec, LoopTreeTable& table) { return compile(spec, &table); }
 
 void check_spatial_instances(const Schedule& s, std::int64_t max_tile_points,
                              const std::vector<std::string>& einsums) {

@@ -154,7 +154,7 @@ TraceSummary summarize_part(const Schedule& s, const TraceFilter& filter, const 
       out.tensor_ranks.push_back(s.tensors[std::size_t(t.tensor_index)].ranks);
     }
   }
-  out.tile_windows = tile_windows(s, window, options.tensors, form);
+  out.tile_windows = level_windows(s, window, options.tensors, form);
   for (const auto& level : out.tile_windows) out.memory_levels.push_back(level.level);
   return out;
 }
@@ -180,8 +180,8 @@ std::vector<TimeRange> TraceSummary::tile_lifetime(const std::string& level,
   return find_windows(tile_windows, level, tensor);
 }
 
-std::vector<LevelWindows> tile_windows(const Schedule& s, const TimeRange& window,
-                                       const std::vector<std::string>& tensors, WindowsForm form) {
+std::vector<LevelWindows> level_windows(const Schedule& s, const TimeRange& window,
+                                        const std::vector<std::string>& tensors, WindowsForm form) {
   struct Entry {
     std::vector<std::vector<WindowRun>> lists;     // per storage: its windows
     std::vector<std::vector<WindowRun>> interior;  // per storage: without clipped pieces

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "looptrace/time_odometer.hpp"
+#include "window_clip.hpp"
 
 namespace looptrace {
 
@@ -149,7 +150,7 @@ bool holds_window(const std::vector<WindowRun>& runs, const TimeRange& w) {
 void storage_window_runs(const StorageWindows& storage, const TimeRange& sel,
                          std::vector<WindowRun>& runs, std::vector<TimeRange>& cut) {
   const std::int64_t d = storage.duration;
-  if (d <= 0 || sel.empty()) return;
+  if (!window_clip::any(d, sel)) return;
   // Offsets do not depend on the digits: fold them into the base. Loops of one
   // iteration add nothing. A loop whose period is its inner loop's whole span continues
   // that loop's progression: fold the two into one.
@@ -166,8 +167,8 @@ void storage_window_runs(const StorageWindows& storage, const TimeRange& sel,
     }
   const TimeLevel inner = levels.empty() ? TimeLevel{1, 1, 0} : levels.back();
   TimeOdometer starts(base, levels);
-  starts.seek(sel.from - d + 1);  // the first window that ends after `from`
-  while (!starts.done() && starts.time() < sel.to) {
+  window_clip::seek_first(starts, d, sel);
+  while (window_clip::seen(starts, sel)) {
     const std::int64_t j0 = levels.empty() ? 0 : starts.digit(levels.size() - 1);
     const std::int64_t remaining = inner.count - j0, s0 = starts.time(), p = inner.period;
     const std::int64_t n = std::min(remaining, (sel.to - 1 - s0) / p + 1);  // starting before `to`
@@ -175,13 +176,13 @@ void storage_window_runs(const StorageWindows& storage, const TimeRange& sel,
     WindowRun tail{};
     if (s0 < sel.from) {  // clipped at `from` (and maybe at `to`)
       cut.push_back({s0, s0 + d});
-      runs.push_back(single({sel.from, std::min(s0 + d, sel.to)}));
+      runs.push_back(single(window_clip::clipped(s0, d, sel)));
       lo = 1;
     }
     if (hi > lo && s0 + (hi - 1) * p + d > sel.to) {  // the last one is clipped at `to`
       const std::int64_t s = s0 + (hi - 1) * p;
       cut.push_back({s, s + d});
-      tail = single({s, sel.to});
+      tail = single(window_clip::clipped(s, d, sel));
       --hi;
     }
     if (hi > lo) runs.push_back({s0 + lo * p, d, hi - lo > 1 ? p : 0, hi - lo});

@@ -187,7 +187,7 @@ TEST_CASE("movement: listed elements agree with the counts, window by window") {
                                         {{"N_EINSUMS", std::int64_t(2)}, {"M", std::int64_t(4)}, {"KN", std::int64_t(4)}});
   auto traffic = trace_pipeline(s, {}) | tile_windows() | window_traffic(true);
   std::int64_t closes = 0, opens = 0;
-  for (auto events = traffic.next(); !events.empty(); events = traffic.next())
+  for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
     for (const TileTraffic& t : events) {
       if (t.kind == TileTraffic::Kind::open) {
         ++opens;

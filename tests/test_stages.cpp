@@ -10,7 +10,11 @@
 #include <ranges>
 
 #include "helpers.hpp"
+#include "looptrace/stages/keep_if.hpp"
+#include "looptrace/stages/tap.hpp"
 #include "looptrace/stages/tile_windows.hpp"
+#include "looptrace/stages/transfers.hpp"
+#include "looptrace/stages/transform.hpp"
 #include "looptrace/stream.hpp"
 
 using looptrace::AccessRecord;
@@ -180,7 +184,7 @@ TEST_CASE("stages: tile windows of the conv1d worked example") {
   auto windows = trace_pipeline(s, {}) | tile_windows("GlobalBuffer");
   std::vector<std::pair<std::int64_t, std::int64_t>> opened, closed;
   std::size_t accesses = 0;
-  for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+  for (TileStep step = windows.next_batch(); !step.empty(); step = windows.next_batch()) {
     for (const WindowEvent& e : step.events)
       (e.kind == WindowEvent::Kind::open ? opened : closed).emplace_back(e.start, e.end);
     for (const AccessRecord& r : step.accesses) {
@@ -228,4 +232,119 @@ TEST_CASE("stages: iterations merge in time order like accesses") {
   }
   // One operation per timestep: as many iterations as points, as the summary counts.
   CHECK(n == looptrace::summarize(s).n_points);
+}
+
+namespace {
+
+// A filter written as a user would, from the public headers: one function over batches.
+template <AccessSource Up>
+class OnlyEinsum : public BatchStage<OnlyEinsum<Up>, Up> {
+ public:
+  OnlyEinsum(Up up, int einsum) : BatchStage<OnlyEinsum<Up>, Up>(std::move(up)), einsum_(einsum) {}
+  AccessBatch process(const AccessBatch& batch) {
+    kept_.clear();
+    for (const AccessRecord& r : batch)
+      if (this->schedule().traces[r.trace].einsum_index == einsum_) kept_.push_back(r);
+    return {kept_, batch.deduplicated};
+  }
+
+ private:
+  int einsum_;
+  std::vector<AccessRecord> kept_;
+};
+
+template <class Stage>
+std::int64_t count_accesses(Stage&& stage) {
+  std::int64_t n = 0;
+  for (auto b = stage.next_batch(kEndOfTime); !b.empty(); b = stage.next_batch(kEndOfTime)) n += std::int64_t(b.size());
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("stages: a user filter of one Einsum counts what the Einsum filter counts") {
+  // The fused matmuls interleave their Einsums: batches with nothing kept come first.
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}});
+  for (int e = 0; e < int(s.einsums.size()); ++e) {
+    TraceOptions only;
+    only.einsums = {s.einsums[std::size_t(e)]};
+    const std::int64_t want = count_accesses(trace_pipeline(s, only));
+    CHECK(want > 0);
+    auto kept = trace_pipeline(s, {}) | keep_if([&](const AccessRecord& r) { return s.traces[r.trace].einsum_index == e; });
+    CHECK(count_accesses(kept) == want);
+    CHECK(count_accesses(OnlyEinsum(trace_pipeline(s, {}), e)) == want);
+    // Pulled with a horizon, the filter still hands over everything before it.
+    auto halves = trace_pipeline(s, {}) | keep_if([&](const AccessRecord& r) { return s.traces[r.trace].einsum_index == e; });
+    std::int64_t n = 0;
+    for (const std::int64_t until : {s.n_timesteps / 2, kEndOfTime})
+      for (auto b = halves.next_batch(until); !b.empty(); b = halves.next_batch(until)) {
+        CHECK(b.back().timestep < until);
+        n += std::int64_t(b.size());
+      }
+    CHECK(n == want);
+  }
+}
+
+TEST_CASE("stages: tile windows after a user stage keep the selected window") {
+  const Schedule s = th::compile_corpus({"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+                                        {{"N_EINSUMS", std::int64_t(2)}});
+  TraceOptions window;
+  window.from = 16, window.to = 48;
+  auto windows_of = [](auto&& stage) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> opened;
+    std::int64_t accesses = 0;
+    for (TileStep step = stage.next_batch(); !step.empty(); step = stage.next_batch()) {
+      for (const WindowEvent& e : step.events)
+        if (e.kind == WindowEvent::Kind::open) opened.emplace_back(e.start, e.end);
+      accesses += std::int64_t(step.accesses.size());
+    }
+    return std::pair(opened, accesses);
+  };
+  std::int64_t tapped = 0;
+  const auto plain = windows_of(trace_pipeline(s, window) | tile_windows("GlobalBuffer"));
+  auto user = trace_pipeline(s, window) | tap([&](const AccessBatch& b) { tapped += std::int64_t(b.size()); }) |
+              keep_if([](const AccessRecord&) { return true; }) | tile_windows("GlobalBuffer");
+  CHECK(user.context().window.from == 16);
+  CHECK(user.context().window.to == 48);
+  const auto after_user = windows_of(user);
+  CHECK(after_user == plain);
+  CHECK(tapped == plain.second);
+  REQUIRE(!plain.first.empty());
+  for (const auto& [start, end] : plain.first) {
+    CHECK(start >= 16);
+    CHECK(end <= 48);
+  }
+  // transform keeps the window too, and its batches count as not deduplicated.
+  auto moved = trace_pipeline(s, window) | transform([](AccessRecord r) { return r; }) | tile_windows("GlobalBuffer");
+  CHECK(windows_of(moved) == plain);
+}
+
+TEST_CASE("stages: transfers after a user stage are the transfer pipeline's") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  TransferOptions options;
+  options.level = "MainMemory";
+  auto drain_requests = [](auto&& stage) {
+    std::vector<TransferRequest> out;
+    for (auto b = stage.next_batch(kEndOfTime); !b.empty(); b = stage.next_batch(kEndOfTime))
+      out.insert(out.end(), b.begin(), b.end());
+    return out;
+  };
+  const auto want = drain_requests(transfer_pipeline(s, {}, options));
+  REQUIRE(!want.empty());
+  std::int64_t seen = 0;
+  auto composed = trace_pipeline(s, {}) | tap([&](const AccessBatch& b) { seen += std::int64_t(b.size()); }) |
+                  transfers(options);
+  CHECK(drain_requests(composed) == want);
+  CHECK(seen == 72);
+  // Pulled with a horizon: the requests before it, then the rest.
+  auto halves = trace_pipeline(s, {}) | transfers(options);
+  std::vector<TransferRequest> got;
+  for (const std::int64_t until : {std::int64_t(12), kEndOfTime})
+    for (auto b = halves.next_batch(until); !b.empty(); b = halves.next_batch(until))
+      for (const TransferRequest& q : b) {
+        CHECK(q.timestep < until);
+        got.push_back(q);
+      }
+  CHECK(got == want);
 }

@@ -5,41 +5,13 @@
 #include <boost/container/static_vector.hpp>
 
 #include <cstdint>
-#include <limits>
 #include <span>
 #include <string_view>
 
+#include "looptrace/record.hpp"
 #include "looptrace/schedule.hpp"
 
 namespace looptrace {
-
-// A time after every timestep: the `until` of a pull that wants everything.
-inline constexpr std::int64_t kEndOfTime = std::numeric_limits<std::int64_t>::max();
-
-// `trace` indexes Schedule::traces. `multiplicity` is how many points of the leaf's tile
-// touch the element at that timestep (saturating at 2^32 - 1): a projection yields the
-// multiset of (point, tensor) pairs this way, and dedup merges equal elements.
-struct AccessRecord {
-  std::int64_t timestep;
-  std::int64_t element;
-  std::uint32_t trace;
-  std::uint32_t multiplicity;
-};
-static_assert(sizeof(AccessRecord) == 24);
-
-// Records in time order; `deduplicated`: each element appears once per (timestep,
-// trace), in ascending order (what the dedup stage guarantees).
-struct AccessBatch {
-  std::span<const AccessRecord> records;
-  bool deduplicated = true;
-
-  auto begin() const { return records.begin(); }
-  auto end() const { return records.end(); }
-  std::size_t size() const { return records.size(); }
-  bool empty() const { return records.empty(); }
-  const AccessRecord& operator[](std::size_t i) const { return records[i]; }
-  const AccessRecord& back() const { return records.back(); }
-};
 
 // Per-rank coordinates of an element, unravelled on demand (derivable from `element`
 // and the tensor's shape, so the hot path never stores them).

@@ -16,6 +16,7 @@
 
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
+#include "looptrace/spec/load.hpp"  // what a caller compiles the schedule from
 
 namespace looptrace {
 

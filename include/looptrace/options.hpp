@@ -8,6 +8,9 @@
 
 namespace looptrace {
 
+// The default bound on one timestep's records for one tensor (a batch holds a tile).
+inline constexpr std::int64_t kDefaultMaxTilePoints = 4'000'000;
+
 struct TraceOptions {
   std::vector<std::string> tensors;  // empty: every tensor
   std::vector<std::string> einsums;  // empty: every Einsum
@@ -17,7 +20,7 @@ struct TraceOptions {
   std::uint64_t seed = 0;
   std::optional<std::pair<std::int64_t, std::int64_t>> shard;  // (index, count)
   // Bounds one timestep's tile for one tensor (dedup and batches hold one tile).
-  std::int64_t max_tile_points = 4'000'000;
+  std::int64_t max_tile_points = kDefaultMaxTilePoints;
 };
 
 }  // namespace looptrace

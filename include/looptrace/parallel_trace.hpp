@@ -12,6 +12,7 @@
 
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
+#include "looptrace/spec/load.hpp"  // what a caller compiles the schedule from
 #include "looptrace/sinks/output.hpp"
 
 namespace looptrace {

@@ -3,18 +3,30 @@
 // schedule, and the tile-window structure of every storage level.
 #pragma once
 
-#include <boost/container/flat_map.hpp>
-
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "looptrace/spec/load.hpp"
+#include "looptrace/error.hpp"
+#include "looptrace/spec/arch.hpp"
 #include "looptrace/time_odometer.hpp"
 
 namespace looptrace {
+
+struct Spec;  // looptrace/spec/load.hpp
+
+// Names to indices: a sorted vector (the sinks, filters and loaders ask often; no nodes).
+class NameIndex {
+ public:
+  int find(const std::string& name) const;  // -1 when absent
+  void emplace(const std::string& name, int index);  // keeps the first index of a name
+
+ private:
+  std::vector<std::pair<std::string, int>> entries_;  // by name
+};
 
 struct TensorInfo {
   std::string name;
@@ -95,8 +107,7 @@ struct Schedule {
   std::vector<StorageWindows> storages;    // tree order
   std::map<std::string, ArchMemory> memories;  // the arch's !Memory sizes, by level name
 
-  // Name lookups (the sinks, filters and loaders ask often; sorted vectors, no nodes).
-  boost::container::flat_map<std::string, int> tensor_index, einsum_index;
+  NameIndex tensor_index, einsum_index;
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;
 

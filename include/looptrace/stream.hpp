@@ -1,5 +1,5 @@
-// The lazy trace of SEMANTICS.md: the standard composition of the stages, and
-// AccessStream, which pulls it in batches of records or one Access at a time. Memory is
+// The lazy trace of SEMANTICS.md: AccessStream pulls the standard composition of the
+// stages (trace_pipeline) in batches of records or one Access at a time. Memory is
 // bounded by the tree and the largest single-timestep tile, whatever the trace length.
 #pragma once
 
@@ -10,36 +10,10 @@
 #include "looptrace/access.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
-#include "looptrace/stages/dedup.hpp"
-#include "looptrace/stages/filter.hpp"
-#include "looptrace/stages/leaf_iterations.hpp"
-#include "looptrace/stages/merge_by_time.hpp"
-#include "looptrace/stages/project.hpp"
-#include "looptrace/stages/select_time.hpp"
+#include "looptrace/spec/load.hpp"  // load_spec and compile_schedule: the stream from a spec
+#include "looptrace/stages/trace_pipeline.hpp"
 
 namespace looptrace {
-
-// Every access of the trace `options` describe, in time order: each leaf's tiles
-// projected and deduplicated, merged into time order, filtered, and cut to the
-// selected timesteps. Throws SpecError for options that contradict the schedule.
-inline auto trace_pipeline(const Schedule& schedule, const TraceOptions& options,
-                           std::size_t batch_records = kDefaultBatchRecords) {
-  check_spatial_instances(schedule, options.max_tile_points, options.einsums);
-  return leaves(schedule) | project(options.max_tile_points, batch_records) | dedup() |
-         merge_by_time(batch_records) | filter_traces(options.tensors, options.einsums) |
-         select_time(options);
-}
-using TracePipeline =
-    decltype(trace_pipeline(std::declval<const Schedule&>(), std::declval<const TraceOptions&>()));
-
-// Each computing leaf's tiles per timestep, one Iteration per spatial iteration, for
-// the Einsum filter and the time selection of `options` (tensor filters do not apply).
-inline auto iteration_pipeline(const Schedule& schedule, const TraceOptions& options) {
-  check_spatial_instances(schedule, options.max_tile_points, options.einsums);
-  return leaves(schedule) | filter_traces({}, options.einsums) | merge_by_time() | select_time(options);
-}
-using IterationPipeline =
-    decltype(iteration_pipeline(std::declval<const Schedule&>(), std::declval<const TraceOptions&>()));
 
 class AccessStream {
  public:

@@ -13,6 +13,7 @@
 
 #include "looptrace/options.hpp"
 #include "looptrace/schedule.hpp"
+#include "looptrace/spec/load.hpp"  // what a caller compiles the schedule from
 #include "looptrace/stages/time_selection.hpp"
 #include "looptrace/window_runs.hpp"
 
@@ -84,10 +85,11 @@ struct TraceSummary {
 std::vector<TimeRange> find_windows(const std::vector<LevelWindows>& levels,
                                     const std::string& level, const std::string& tensor);
 
-// The tile windows of every memory level, clipped to the selection's window.
-std::vector<LevelWindows> tile_windows(const Schedule& schedule, const TimeRange& window,
-                                       const std::vector<std::string>& tensors,
-                                       WindowsForm form = WindowsForm::full);
+// The tile windows of every memory level, clipped to the selection's window, in closed
+// form (the summary's; the tile_windows() stage follows them along a stream).
+std::vector<LevelWindows> level_windows(const Schedule& schedule, const TimeRange& window,
+                                        const std::vector<std::string>& tensors,
+                                        WindowsForm form = WindowsForm::full);
 
 struct SummaryOptions {
   WindowsForm windows = WindowsForm::full;

@@ -242,7 +242,7 @@ class PlotBuilder {
     for (const auto& p : data_.panels) tensors.push_back(p.tensor);
     auto windows = trace_pipeline(schedule_, options) | tile_windows(plot_.memory_level, tensors);
     std::vector<std::vector<OpenTile>> tiles(schedule_.storages.size());  // [node][panel]
-    for (TileStep step = windows.next(); !step.done(); step = windows.next()) {
+    for (TileStep step = windows.next_batch(); !step.empty(); step = windows.next_batch()) {
       for (const WindowEvent& e : step.events) {
         auto& open = tiles[e.storage];
         if (e.kind == WindowEvent::Kind::open) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tiling.hpp"
+
 namespace looptrace {
 
 namespace {
@@ -11,13 +13,6 @@ void append(IntervalSet& s, std::int64_t lo, std::int64_t hi) {
   if (lo >= hi) return;
   if (!s.empty() && s.back().hi >= lo) s.back().hi = std::max(s.back().hi, hi);
   else s.push_back({lo, hi});
-}
-
-// Tile j of a loop that splits `given` into [0, initial), [initial, initial + stride), ...
-Interval subtile(const Interval& given, const LoopLevel& loop, std::int64_t j) {
-  std::int64_t start = j == 0 ? 0 : loop.initial_tile_shape + (j - 1) * loop.tile_shape;
-  std::int64_t end = j == 0 ? loop.initial_tile_shape : start + loop.tile_shape;
-  return {given.lo + start, std::min(given.hi, given.lo + end)};
 }
 
 }  // namespace
@@ -30,13 +25,14 @@ std::int64_t cardinality(const IntervalSet& s) {
 
 LeafSet<LeafIterations> leaves(const Schedule& schedule) {
   LeafSet<LeafIterations> out;
-  out.schedule = &schedule;
+  out.context = {&schedule, {0, schedule.n_timesteps}, {}};
   for (std::size_t i = 0; i < schedule.leaves.size(); ++i) out.leaves.emplace_back(schedule, i);
   return out;
 }
 
 LeafIterations::LeafIterations(const Schedule& schedule, std::size_t leaf)
-    : schedule_(&schedule), leaf_(leaf), odometer_(schedule.leaves[leaf].odometer()) {
+    : schedule_(&schedule), context_{&schedule, {0, schedule.n_timesteps}, {}}, leaf_(leaf),
+      odometer_(schedule.leaves[leaf].odometer()) {
   plan();
   seek(odometer_.first_time());
 }
@@ -99,7 +95,7 @@ void LeafIterations::tile_variable(std::size_t v) {
     Interval iv{0, leaf().extent[v]};
     for (const LoopLevel* loop : chains_[v]) {
       if (loop == innermost_) parent_[v] = iv;
-      iv = subtile(iv, *loop, odometer_.digit(std::size_t(loop->time_level)));
+      iv = tiling::sub_tile(iv, *loop, odometer_.digit(std::size_t(loop->time_level)));
       if (iv.lo >= iv.hi) break;
     }
     s.clear();
@@ -121,7 +117,7 @@ std::vector<Interval> LeafIterations::tiles_of(std::size_t v, std::size_t loops)
     const std::int64_t j1 = loop->spatial ? loop->count : j0 + 1;
     for (const auto& iv : tiles)
       for (std::int64_t j = j0; j < j1; ++j) {
-        Interval sub = subtile(iv, *loop, j);
+        Interval sub = tiling::sub_tile(iv, *loop, j);
         if (sub.lo < sub.hi) next.push_back(sub);
       }
     tiles.swap(next);

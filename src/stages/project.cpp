@@ -70,7 +70,7 @@ void Project::plan() {
   restrict_traces(std::vector<bool>(s.traces.size(), true));
 }
 
-void Project::restrict_traces(const std::vector<bool>& enabled) {
+bool Project::restrict_traces(const std::vector<bool>& enabled) {
   unique_ = true;
   std::vector<int> seen;
   for (auto& ts : tensors_) {
@@ -82,9 +82,6 @@ void Project::restrict_traces(const std::vector<bool>& enabled) {
     unique_ = unique_ && ts.spec->separable && !repeated;
   }
   reproject_all_ = true;  // newly enabled tensors have no image yet
-}
-
-bool Project::any_enabled() const {
   return std::any_of(tensors_.begin(), tensors_.end(), [](const TensorState& ts) { return ts.enabled; });
 }
 

@@ -1,6 +1,7 @@
 #include "looptrace/stages/tile_windows.hpp"
 
 #include "looptrace/error.hpp"
+#include "window_clip.hpp"
 
 namespace looptrace {
 
@@ -15,6 +16,7 @@ WindowPlan WindowPlan::make(const Schedule& s, const std::string& level,
     return tensors.empty() || std::find(tensors.begin(), tensors.end(), t) != tensors.end();
   };
   WindowPlan plan;
+  plan.tensors = tensors;
   for (std::size_t i = 0; i < s.storages.size(); ++i) {
     const StorageWindows& st = s.storages[i];
     if (!level.empty() && st.level != level) continue;
@@ -34,6 +36,7 @@ WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages
   storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
   WindowPlan plan;
   plan.storages = storages;
+  plan.tensors = tensors;
   for (std::size_t t = 0; t < s.traces.size(); ++t) {
     int h = traced(s.traces[t].tensor) ? s.holder(t) : -1;
     while (h >= 0 && !std::binary_search(storages.begin(), storages.end(), std::uint32_t(h)))
@@ -46,21 +49,21 @@ WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages
 WindowCursor::WindowCursor(const Schedule& schedule, std::uint32_t storage, TimeRange clip)
     : storage_(storage), starts_(schedule.storages[storage].starts()),
       duration_(schedule.storages[storage].duration), clip_(clip) {
-  if (duration_ <= 0 || clip_.empty()) {
+  if (!window_clip::any(duration_, clip_)) {
     next_start_ = kEndOfTime;
     return;
   }
-  starts_.seek(clip_.from - duration_ + 1);  // the first window that ends after clip.from
+  window_clip::seek_first(starts_, duration_, clip_);
   find_next();
 }
 
 void WindowCursor::find_next() {
-  next_start_ = !starts_.done() && starts_.time() < clip_.to ? std::max(starts_.time(), clip_.from)
-                                                             : kEndOfTime;
+  next_start_ = window_clip::seen(starts_, clip_) ? window_clip::clipped(starts_.time(), duration_, clip_).from
+                                                  : kEndOfTime;
 }
 
 void WindowCursor::open() {
-  current_ = {next_start_, std::min(starts_.time() + duration_, clip_.to)};
+  current_ = window_clip::clipped(starts_.time(), duration_, clip_);
   open_ = true;
 }
 

@@ -36,6 +36,14 @@ AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& o
   return m;
 }
 
+std::vector<std::string> traced_tensors(const Schedule& s, const StreamContext& context) {
+  std::vector<std::string> order;
+  for (std::size_t i = 0; i < s.traces.size(); ++i)
+    if (context.traced(i) && std::find(order.begin(), order.end(), s.traces[i].tensor) == order.end())
+      order.push_back(s.traces[i].tensor);
+  return order;
+}
+
 std::vector<std::uint32_t> children_of(const Schedule& s, const std::string& level,
                                        const std::vector<std::string>& tensors) {
   if (std::find(s.memory_levels.begin(), s.memory_levels.end(), level) == s.memory_levels.end()) {

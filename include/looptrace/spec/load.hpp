@@ -10,8 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/spec/values.hpp"
+#include "looptrace/spec/arch.hpp"
 #include "looptrace/spec/mapping.hpp"
+#include "looptrace/spec/values.hpp"
 #include "looptrace/spec/workload.hpp"
 
 namespace looptrace {
@@ -22,15 +23,6 @@ struct SpecWarning {
   std::string message;
 
   std::string str() const;  // "file:line:column: warning: message"
-};
-
-// A memory level of the arch (an `!Memory` node) and its size in bits, when the size
-// is a number, `inf` or an expression of numbers; a size that needs AccelForge's
-// per-tensor context (`weight.bits_per_value if weight else 0`) stays unevaluated.
-struct ArchMemory {
-  std::string size_text;
-  std::optional<double> size_bits;
-  SourceLocation where;
 };
 
 struct Spec {

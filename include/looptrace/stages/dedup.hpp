@@ -16,14 +16,13 @@
 namespace looptrace {
 
 template <AccessSource Up>
-class Dedup : public AccessStage<Dedup<Up>> {
+class Dedup : public BatchStage<Dedup<Up>, Up> {
  public:
   Dedup() = default;
-  explicit Dedup(Up up) : up_(std::move(up)) {}
+  explicit Dedup(Up up) : BatchStage<Dedup<Up>, Up>(std::move(up)) {}
 
-  AccessBatch next_batch(std::int64_t until) {
-    const AccessBatch b = up_.next_batch(until);
-    if (b.deduplicated || b.empty()) return b;
+  AccessBatch process(const AccessBatch& b) {
+    if (b.deduplicated) return b;
     buffer_.assign(b.begin(), b.end());
     std::size_t out = 0;
     for (std::size_t i = 0; i < buffer_.size();) {
@@ -35,19 +34,7 @@ class Dedup : public AccessStage<Dedup<Up>> {
     buffer_.resize(out);
     return {buffer_, true};
   }
-  std::int64_t next_timestep() const { return up_.next_timestep(); }
-  void seek(std::int64_t t) { up_.seek(t); }
-  const Schedule& schedule() const { return up_.schedule(); }
-  void restrict_traces(const std::vector<bool>& mask)
-    requires RestrictableSource<Up>
-  {
-    up_.restrict_traces(mask);
-  }
-  bool any_enabled() const
-    requires requires(const Up& u) { u.any_enabled(); }
-  {
-    return up_.any_enabled();
-  }
+
  private:
   // Sorts the records [i, j) of one timestep by (trace in order of first appearance,
   // element), writes each distinct (trace, element) once at `out`, returns the new end.
@@ -75,7 +62,6 @@ class Dedup : public AccessStage<Dedup<Up>> {
     return out;
   }
 
-  Up up_;
   std::vector<AccessRecord> buffer_;
   std::vector<std::uint32_t> order_;
 };

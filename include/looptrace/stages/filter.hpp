@@ -24,40 +24,49 @@ struct TraceFilter {
 };
 
 template <AccessSource Up>
-class FilterTraces : public AccessStage<FilterTraces<Up>> {
+class FilterTraces : public ForwardingStage<FilterTraces<Up>, Up> {
+  using Base = ForwardingStage<FilterTraces<Up>, Up>;
+
  public:
   FilterTraces() = default;
-  FilterTraces(Up up, std::vector<bool> trace_enabled)
-      : up_(std::move(up)), enabled_(std::move(trace_enabled)) {
-    if constexpr (RestrictableSource<Up>) up_.restrict_traces(enabled_);
+  FilterTraces(Up up, std::vector<bool> trace_enabled) : Base(std::move(up)), context_(this->up_.context()) {
+    std::vector<bool>& enabled = context_.traces;
+    if (enabled.empty()) {
+      enabled = std::move(trace_enabled);  // the usual case: no copy
+    } else {
+      for (std::size_t i = 0; i < enabled.size(); ++i) enabled[i] = enabled[i] && trace_enabled[i];
+    }
+    if constexpr (RestrictableSource<Up>) this->up_.restrict_traces(context_.traces);
   }
 
   AccessBatch next_batch(std::int64_t until) {
     if constexpr (RestrictableSource<Up>) {
-      return up_.next_batch(until);  // upstream computes only what passes
+      return this->up_.next_batch(until);  // upstream computes only what passes
     } else {
       for (;;) {
-        const AccessBatch b = up_.next_batch(until);
+        const AccessBatch b = this->up_.next_batch(until);
         if (b.empty()) return b;
         buffer_.clear();
         for (const AccessRecord& r : b)
-          if (enabled_[r.trace]) buffer_.push_back(r);
+          if (context_.traces[r.trace]) buffer_.push_back(r);
         if (!buffer_.empty()) return {buffer_, b.deduplicated};
       }
     }
   }
-  std::int64_t next_timestep() const { return up_.next_timestep(); }
-  void seek(std::int64_t t) { up_.seek(t); }
-  const Schedule& schedule() const { return up_.schedule(); }
-  void restrict_traces(const std::vector<bool>& mask) {
-    for (std::size_t i = 0; i < enabled_.size(); ++i) enabled_[i] = enabled_[i] && mask[i];
-    if constexpr (RestrictableSource<Up>) up_.restrict_traces(enabled_);
+  const StreamContext& context() const { return context_; }
+  // Narrows the mask (it never widens); whether any trace is left.
+  bool restrict_traces(const std::vector<bool>& mask) {
+    std::vector<bool>& enabled = context_.traces;
+    if (enabled.empty()) enabled = mask;
+    for (std::size_t i = 0; i < enabled.size(); ++i) enabled[i] = enabled[i] && mask[i];
+    bool any = false;
+    for (bool e : enabled) any = any || e;
+    if constexpr (RestrictableSource<Up>) any = this->up_.restrict_traces(enabled) && any;
+    return any;
   }
-  const Up& upstream() const { return up_; }
 
  private:
-  Up up_;
-  std::vector<bool> enabled_;
+  StreamContext context_;
   std::vector<AccessRecord> buffer_;
 };
 
@@ -71,8 +80,9 @@ struct FilterAdaptor : StageAdaptor {
   }
   // Before projection: keep the leaves of the chosen Einsums (iterations have no tensor).
   LeafSet<LeafIterations> operator()(LeafSet<LeafIterations> set) const {
-    const TraceFilter f = TraceFilter::from_names(*set.schedule, tensors, einsums);
+    TraceFilter f = TraceFilter::from_names(*set.context.schedule, tensors, einsums);
     std::erase_if(set.leaves, [&](const LeafIterations& l) { return !f.leaf_enabled[l.leaf_index()]; });
+    set.context.traces = std::move(f.trace_enabled);
     return set;
   }
 };

@@ -21,6 +21,8 @@
 
 namespace looptrace {
 
+class Project;
+
 struct Interval {
   std::int64_t lo, hi;  // [lo, hi)
   friend bool operator==(const Interval&, const Interval&) = default;
@@ -46,14 +48,12 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   LeafIterations(const Schedule& schedule, std::size_t leaf);
 
   const Schedule& schedule() const { return *schedule_; }
+  const StreamContext& context() const { return context_; }
   const LeafSchedule& leaf() const { return schedule_->leaves[leaf_]; }
   std::size_t leaf_index() const { return leaf_; }
 
   void seek(std::int64_t t);  // to the first timestep >= t
   void advance();
-  // n steps of the innermost temporal loop, where its digit has room for n - 1 of them
-  // without a carry (the last may carry).
-  void advance_innermost(std::int64_t n);
   bool done() const { return odometer_.done(); }
   std::int64_t timestep() const { return odometer_.time(); }
   std::int64_t next_timestep() const { return done() ? kEndOfTime : timestep(); }
@@ -67,6 +67,17 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   // spatial loops first), empty sub-tiles left out: tile()[v] before it is merged.
   std::vector<Interval> spatial_tiles(std::size_t v) const;
 
+  // As a source of its own: the Iterations (one per spatial iteration) of the computing
+  // timesteps before `until`.
+  std::span<const Iteration> next_batch(std::int64_t until);
+  std::span<const Iteration> next_values() { return next_batch(kEndOfTime); }
+
+ private:
+  // The handshake with Project, which caches what it derives from the tiles.
+  friend class Project;
+  // n steps of the innermost temporal loop, where its digit has room for n - 1 of them
+  // without a carry (the last may carry).
+  void advance_innermost(std::int64_t n);
   // The outermost odometer level that moved since the last acknowledge_changes() (0
   // after a seek): a consumer caching what it derives from tiles redoes what depends on
   // the variables of that level and inside it.
@@ -88,12 +99,6 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   };
   Translation translation() const;
 
-  // As a source of its own: the Iterations (one per spatial iteration) of the computing
-  // timesteps before `until`.
-  std::span<const Iteration> next_batch(std::int64_t until);
-  std::span<const Iteration> next_values() { return next_batch(kEndOfTime); }
-
- private:
   void plan();
   void retile(std::size_t changed_level);
   void tile_variable(std::size_t v);
@@ -103,6 +108,7 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
   void append_iterations();
 
   const Schedule* schedule_ = nullptr;
+  StreamContext context_;
   std::size_t leaf_ = 0;
   TimeOdometer odometer_;
   std::vector<std::vector<const LoopLevel*>> chains_;  // per variable: loops over it

@@ -16,17 +16,15 @@
 
 namespace looptrace {
 
-template <class Src>
-class MergeByTime
-    : public BatchRange<MergeByTime<Src>, typename decltype(detail::values_of(
-                                              std::declval<Src&>().next_batch(0)))::value_type> {
-  using Batch = decltype(std::declval<Src&>().next_batch(0));
-  using Value = typename decltype(detail::values_of(std::declval<Batch>()))::value_type;
+template <SeekableSource Src>
+class MergeByTime : public Stage<MergeByTime<Src>, ValueOf<Src>> {
+  using Batch = BatchOf<Src>;
+  using Value = ValueOf<Src>;
 
  public:
   MergeByTime() = default;
   explicit MergeByTime(LeafSet<Src> set, std::size_t batch_records = kDefaultBatchRecords)
-      : schedule_(set.schedule), leaves_(std::move(set.leaves)), batch_records_(batch_records) {}
+      : context_(std::move(set.context)), leaves_(std::move(set.leaves)), batch_records_(batch_records) {}
 
   Batch next_batch(std::int64_t until) {
     buffer_.clear();
@@ -57,8 +55,6 @@ class MergeByTime
     if constexpr (std::is_same_v<Batch, AccessBatch>) return AccessBatch{buffer_, deduplicated};
     else return Batch(buffer_);
   }
-  std::span<const Value> next_values() { return detail::values_of(next_batch(kEndOfTime)); }
-
   std::int64_t next_timestep() const {
     std::int64_t t = kEndOfTime;
     for (const Src& l : leaves_) t = std::min(t, l.next_timestep());
@@ -67,20 +63,19 @@ class MergeByTime
   void seek(std::int64_t t) {
     for (Src& l : leaves_) l.seek(t);
   }
-  const Schedule& schedule() const { return *schedule_; }
+  const StreamContext& context() const { return context_; }
 
   // Forwards the mask to every leaf and drops the leaves left with nothing to trace.
-  void restrict_traces(const std::vector<bool>& mask)
+  bool restrict_traces(const std::vector<bool>& mask)
     requires RestrictableSource<Src>
   {
-    for (Src& l : leaves_) l.restrict_traces(mask);
-    if constexpr (requires(const Src& s) { s.any_enabled(); })
-      std::erase_if(leaves_, [](const Src& l) { return !l.any_enabled(); });
+    std::erase_if(leaves_, [&](Src& l) { return !l.restrict_traces(mask); });
+    return !leaves_.empty();
   }
   const std::vector<Src>& leaves() const { return leaves_; }
 
  private:
-  const Schedule* schedule_ = nullptr;
+  StreamContext context_;
   std::vector<Src> leaves_;
   std::size_t batch_records_ = kDefaultBatchRecords;
   std::vector<Value> buffer_;
@@ -88,7 +83,7 @@ class MergeByTime
 
 struct MergeByTimeAdaptor : StageAdaptor {
   std::size_t batch_records = kDefaultBatchRecords;
-  template <class Src>
+  template <SeekableSource Src>
   MergeByTime<Src> operator()(LeafSet<Src> set) const {
     return MergeByTime<Src>(std::move(set), batch_records);
   }

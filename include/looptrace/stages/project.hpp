@@ -12,16 +12,28 @@
 // being projected again, so cost per timestep stays small.
 #pragma once
 
+#include <boost/container/vector.hpp>
+
 #include <cstdint>
 #include <vector>
 
 #include "looptrace/error.hpp"
+#include "looptrace/options.hpp"
 #include "looptrace/stages/leaf_iterations.hpp"
 #include "looptrace/stages/pipeline.hpp"
 
 namespace looptrace {
 
-class Project : public AccessStage<Project> {
+// A stage's output buffer: growing it leaves records uninitialized (they are written
+// next), where std::vector would zero them first.
+using RecordBuffer = boost::container::vector<AccessRecord>;
+inline AccessRecord* grow(RecordBuffer& buffer, std::size_t n) {
+  const std::size_t at = buffer.size();
+  buffer.resize(at + n, boost::container::default_init);
+  return buffer.data() + at;
+}
+
+class Project : public Stage<Project> {
  public:
   Project() = default;
   explicit Project(LeafIterations tiles, std::int64_t max_tile_points = kDefaultMaxTilePoints,
@@ -30,11 +42,11 @@ class Project : public AccessStage<Project> {
   AccessBatch next_batch(std::int64_t until);
   std::int64_t next_timestep() const { return tiles_.next_timestep(); }
   void seek(std::int64_t t) { tiles_.seek(t); }
-  const Schedule& schedule() const { return tiles_.schedule(); }
+  const StreamContext& context() const { return tiles_.context(); }
 
-  // Projects only into the traces whose mask entry is true (per Schedule::traces).
-  void restrict_traces(const std::vector<bool>& enabled);
-  bool any_enabled() const;
+  // Projects only into the traces whose mask entry is true (per Schedule::traces);
+  // whether any is left.
+  bool restrict_traces(const std::vector<bool>& enabled);
 
  private:
   struct TensorState {

@@ -12,14 +12,18 @@
 
 namespace looptrace {
 
-template <class Up>
-class SelectTime : public BatchRange<SelectTime<Up>, typename decltype(detail::values_of(
-                                                         std::declval<Up&>().next_batch(0)))::value_type> {
-  using Batch = decltype(std::declval<Up&>().next_batch(0));
+template <SeekableSource Up>
+class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
+  using Batch = BatchOf<Up>;
+  using Base = ForwardingStage<SelectTime<Up>, Up>;
+  using Base::up_;
 
  public:
   SelectTime() = default;
-  SelectTime(Up up, TimeSelection selection) : up_(std::move(up)), selection_(std::move(selection)) {}
+  SelectTime(Up up, TimeSelection selection)
+      : Base(std::move(up)), selection_(std::move(selection)), context_(up_.context()) {
+    context_.window = selection_.window;
+  }
 
   Batch next_batch(std::int64_t until) {
     while (range_ < selection_.ranges.size()) {
@@ -33,8 +37,6 @@ class SelectTime : public BatchRange<SelectTime<Up>, typename decltype(detail::v
     }
     return Batch{};
   }
-  auto next_values() { return detail::values_of(next_batch(kEndOfTime)); }
-
   std::int64_t next_timestep() const {
     for (std::size_t i = range_; i < selection_.ranges.size(); ++i) {
       const TimeRange& r = selection_.ranges[i];
@@ -51,24 +53,19 @@ class SelectTime : public BatchRange<SelectTime<Up>, typename decltype(detail::v
     entered_ = range_ < selection_.ranges.size();
     if (entered_) up_.seek(std::max(t, selection_.ranges[range_].from));
   }
-  const Schedule& schedule() const { return up_.schedule(); }
   const TimeSelection& selection() const { return selection_; }
-  void restrict_traces(const std::vector<bool>& mask)
-    requires RestrictableSource<Up>
-  {
-    up_.restrict_traces(mask);
-  }
+  const StreamContext& context() const { return context_; }
 
  private:
-  Up up_;
   TimeSelection selection_;
+  StreamContext context_;
   std::size_t range_ = 0;
   bool entered_ = false;
 };
 
 struct SelectTimeAdaptor : StageAdaptor {
   TraceOptions options;  // only the selection fields matter
-  template <class Up>
+  template <SeekableSource Up>
   SelectTime<Up> operator()(Up up) const {
     TimeSelection selection = TimeSelection::from_options(options, up.schedule().n_timesteps);
     return SelectTime<Up>(std::move(up), std::move(selection));

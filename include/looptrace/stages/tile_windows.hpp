@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
@@ -28,11 +29,12 @@ struct WindowEvent {
   std::int64_t start, end;  // the window [start, end), clipped
 };
 
-// One pull: the window events of one timestep, or accesses inside the open windows.
+// One batch: the window events of one timestep, or accesses inside the open windows.
 struct TileStep {
   std::span<const WindowEvent> events;
   AccessBatch accesses;
-  bool done() const { return events.empty() && accesses.empty(); }
+  bool empty() const { return events.empty() && accesses.empty(); }
+  bool done() const { return empty(); }  // after a pull with no horizon
 };
 
 // The element-wise view of the same stream, for range consumers.
@@ -48,6 +50,7 @@ struct TileEvent {
 struct WindowPlan {
   std::vector<std::uint32_t> storages;  // tracked nodes, tree order
   std::vector<int> holder;              // per trace: the innermost tracked node holding it, or -1
+  std::vector<std::string> tensors;     // the tensors followed (empty: all)
 
   // The nodes at `level` (every level if empty) holding one of `tensors` (all if empty).
   static WindowPlan make(const Schedule& schedule, const std::string& level,
@@ -82,20 +85,30 @@ class WindowCursor {
   std::int64_t next_start_ = kEndOfTime;
 };
 
+// A source of tile-window batches (TileStep), and the plan of the windows it follows.
+template <class S>
+concept TileWindowSource = Source<S> && std::same_as<BatchOf<S>, TileStep> && requires(const S& s) {
+  { s.windows() } -> std::convertible_to<const WindowPlan&>;
+};
+
+// Windows cannot seek: the stage over them is not a SeekableSource.
 template <AccessSource Up>
-class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
+class TileWindows : public Stage<TileWindows<Up>, TileEvent> {
  public:
   TileWindows() = default;
-  TileWindows(Up up, const std::string& level, const std::vector<std::string>& tensors)
-      : TileWindows(std::move(up), [&](const Schedule& s) { return WindowPlan::make(s, level, tensors); }, tensors) {}
-  TileWindows(Up up, const std::vector<std::uint32_t>& storages, const std::vector<std::string>& tensors)
-      : TileWindows(std::move(up), [&](const Schedule& s) { return WindowPlan::of(s, storages, tensors); }, tensors) {}
+  TileWindows(Up up, WindowPlan plan) : up_(std::move(up)), plan_(std::move(plan)) {
+    const TimeRange& clip = up_.context().window;  // the selected window, whatever came between
+    for (std::uint32_t s : plan_.storages) cursors_.emplace_back(this->schedule(), s, clip);
+    if (!cursors_.empty()) cursor_of_.assign(this->schedule().storages.size(), -1);
+    for (std::size_t i = 0; i < cursors_.size(); ++i) cursor_of_[cursors_[i].storage()] = int(i);
+  }
 
-  TileStep next() {
+  // The window events of the next timestep with one, or the accesses before it.
+  TileStep next_batch(std::int64_t until = kEndOfTime) {
     std::int64_t t = kEndOfTime;
     for (const WindowCursor& c : cursors_) t = std::min(t, c.next_event());
-    const AccessBatch b = up_.next_batch(t);
-    if (!b.empty() || t == kEndOfTime) return {{}, b};
+    const AccessBatch b = up_.next_batch(std::min(t, until));
+    if (!b.empty() || t >= until) return {{}, b};
     events_.clear();
     for (WindowCursor& c : cursors_)
       if (c.is_open() && c.current().to == t) {
@@ -109,6 +122,11 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
       }
     return {events_, {}};
   }
+  std::int64_t next_timestep() const {
+    std::int64_t t = up_.next_timestep();
+    for (const WindowCursor& c : cursors_) t = std::min(t, c.next_event());
+    return t;
+  }
 
   // The tracked node holding a trace's accesses, or -1.
   int holder(std::uint32_t trace) const { return plan_.holder[trace]; }
@@ -117,14 +135,12 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
     const int c = storage < cursor_of_.size() ? cursor_of_[storage] : -1;
     return c >= 0 && cursors_[std::size_t(c)].is_open() ? cursors_[std::size_t(c)].current() : TimeRange{};
   }
-  const std::vector<std::uint32_t>& storages() const { return plan_.storages; }
-  const std::vector<std::string>& tensors() const { return tensors_; }  // empty: all
-  const TimeRange& clip() const { return clip_; }
-  const Schedule& schedule() const { return up_.schedule(); }
+  const WindowPlan& windows() const { return plan_; }
+  const StreamContext& context() const { return up_.context(); }
 
   std::span<const TileEvent> next_values() {
     values_.clear();
-    const TileStep step = next();
+    const TileStep step = next_batch(kEndOfTime);
     for (const WindowEvent& e : step.events)
       values_.push_back({e.kind == WindowEvent::Kind::open ? TileEvent::Kind::open : TileEvent::Kind::close,
                          e.storage, e.start, e.end, {}});
@@ -137,20 +153,8 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
   }
 
  private:
-  template <class MakePlan>
-  TileWindows(Up up, MakePlan make_plan, const std::vector<std::string>& tensors)
-      : up_(std::move(up)), plan_(make_plan(up_.schedule())), tensors_(tensors) {
-    if constexpr (requires(const Up& u) { u.selection(); }) clip_ = up_.selection().window;
-    else clip_ = {0, up_.schedule().n_timesteps};
-    for (std::uint32_t s : plan_.storages) cursors_.emplace_back(up_.schedule(), s, clip_);
-    if (!cursors_.empty()) cursor_of_.assign(up_.schedule().storages.size(), -1);
-    for (std::size_t i = 0; i < cursors_.size(); ++i) cursor_of_[cursors_[i].storage()] = int(i);
-  }
-
   Up up_;
   WindowPlan plan_;
-  std::vector<std::string> tensors_;
-  TimeRange clip_;
   std::vector<WindowCursor> cursors_;
   std::vector<int> cursor_of_;  // per storage node: its cursor, or -1
   std::vector<WindowEvent> events_;
@@ -159,10 +163,14 @@ class TileWindows : public BatchRange<TileWindows<Up>, TileEvent> {
 
 struct TileWindowsAdaptor : StageAdaptor {
   std::string level;
+  bool by_nodes = false;             // follow `nodes`, whatever their level
+  std::vector<std::uint32_t> nodes;
   std::vector<std::string> tensors;
   template <AccessSource Up>
   TileWindows<Up> operator()(Up up) const {
-    return TileWindows<Up>(std::move(up), level, tensors);
+    const Schedule& s = up.schedule();
+    WindowPlan plan = by_nodes ? WindowPlan::of(s, nodes, tensors) : WindowPlan::make(s, level, tensors);
+    return TileWindows<Up>(std::move(up), std::move(plan));
   }
 };
 
@@ -171,6 +179,15 @@ struct TileWindowsAdaptor : StageAdaptor {
 inline TileWindowsAdaptor tile_windows(std::string level = {}, std::vector<std::string> tensors = {}) {
   TileWindowsAdaptor a;
   a.level = std::move(level);
+  a.tensors = std::move(tensors);
+  return a;
+}
+// `... | tile_windows(nodes, tensors)`: the windows of these Storage nodes; a trace's
+// holder is the innermost of them above its leaf.
+inline TileWindowsAdaptor tile_windows(std::vector<std::uint32_t> nodes, std::vector<std::string> tensors = {}) {
+  TileWindowsAdaptor a;
+  a.by_nodes = true;
+  a.nodes = std::move(nodes);
   a.tensors = std::move(tensors);
   return a;
 }

@@ -6,13 +6,9 @@
 #include <vector>
 
 #include "looptrace/options.hpp"
+#include "looptrace/record.hpp"
 
 namespace looptrace {
-
-struct TimeRange {
-  std::int64_t from = 0, to = 0;  // [from, to)
-  bool empty() const { return from >= to; }
-};
 
 struct TimeSelection {
   TimeRange window;               // what windows and spans are clipped to

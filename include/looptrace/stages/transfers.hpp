@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <span>
 #include <string>
@@ -20,9 +21,8 @@
 
 #include "looptrace/error.hpp"
 #include "looptrace/options.hpp"
-#include "looptrace/stages/filter.hpp"
+#include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/window_traffic.hpp"
-#include "looptrace/stream.hpp"
 
 namespace looptrace {
 
@@ -66,49 +66,38 @@ std::vector<std::uint32_t> children_of(const Schedule& schedule, const std::stri
 TimeRange transfer_trace_window(const Schedule& schedule, const std::vector<std::uint32_t>& children,
                                 TimeRange report);
 
-template <class Up>
-class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
+// The tensors a context traces, in order of first trace (the order of the address map).
+std::vector<std::string> traced_tensors(const Schedule& schedule, const StreamContext& context);
+
+template <TrafficSource Up>
+class Transfers : public Stage<Transfers<Up>, TransferRequest> {
  public:
   Transfers() = default;
   Transfers(Up up, TransferOptions options, AddressMap addresses)
       : up_(std::move(up)), options_(std::move(options)), addresses_(std::move(addresses)) {
-    const Schedule& s = up_.schedule();
-    for (const auto& slot : up_.plan().slots) {
+    const Schedule& s = this->schedule();
+    for (const auto& slot : up_.traffic().slots) {
       const int parent = s.parent(slot.storage, s.tensors[slot.tensor].name);
       if (parent >= 0 && s.storages[std::size_t(parent)].level == options_.level)
         child_slots_.push_back({slot.storage, slot.tensor});
     }
   }
 
-  // The next requests in time order; empty at the end.
-  std::span<const TransferRequest> next_batch() {
+  // The next requests before `until`, in time order; empty when there are none before
+  // it. The windows upstream run ahead: a fill is known when its window closes.
+  std::span<const TransferRequest> next_batch(std::int64_t until = kEndOfTime) {
     out_.clear();
-    while (out_.empty() && !finished_) {
-      const auto events = up_.next();
-      if (events.empty()) {
-        finished_ = true;
-        release(kEndOfTime);
-        break;
-      }
-      std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
-      for (const TileTraffic& t : events) {
-        if (!is_child(t)) continue;
-        if (t.kind == TileTraffic::Kind::open) {
-          open_starts_.push_back(t.start);
-          continue;
-        }
-        open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
-        queue_lines(t.drained, t.end, true, t);
-        queue_lines(t.filled, t.start, false, t);
-      }
-      // Nothing earlier than the oldest open child window's start can still come.
-      for (std::int64_t s : open_starts_) now = std::min(now, s);
-      release(now);
+    for (;;) {
+      release(std::min(settled_, until));
+      if (!out_.empty() || settled_ >= until) return out_;
+      pull();
     }
-    return out_;
   }
-  std::span<const TransferRequest> next_values() { return next_batch(); }
-  const Schedule& schedule() const { return up_.schedule(); }
+  std::int64_t next_timestep() const {
+    const std::int64_t t = std::max<std::int64_t>(settled_, 0);
+    return pending_.empty() ? t : std::min(t, pending_.top().timestep);
+  }
+  const StreamContext& context() const { return up_.context(); }
   const AddressMap& addresses() const { return addresses_; }
 
  private:
@@ -141,6 +130,29 @@ class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
       next = std::max(next, (a + size - 1) / line + 1);
     }
   }
+  // Takes one batch of window events; `settled_` becomes the time before which every
+  // request is known.
+  void pull() {
+    const auto events = up_.next_batch(kEndOfTime);
+    if (events.empty()) {
+      settled_ = kEndOfTime;
+      return;
+    }
+    std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
+    for (const TileTraffic& t : events) {
+      if (!is_child(t)) continue;
+      if (t.kind == TileTraffic::Kind::open) {
+        open_starts_.push_back(t.start);
+        continue;
+      }
+      open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
+      queue_lines(t.drained, t.end, true, t);
+      queue_lines(t.filled, t.start, false, t);
+    }
+    // Nothing earlier than the oldest open child window's start can still come.
+    for (std::int64_t s : open_starts_) now = std::min(now, s);
+    settled_ = now;
+  }
   void release(std::int64_t before) {
     while (!pending_.empty() && pending_.top().timestep < before) {
       out_.push_back(pending_.top());
@@ -155,8 +167,37 @@ class Transfers : public BatchRange<Transfers<Up>, TransferRequest> {
   std::vector<std::int64_t> open_starts_;  // of the child windows open now
   std::priority_queue<TransferRequest, std::vector<TransferRequest>, Later> pending_;
   std::vector<TransferRequest> out_;
-  bool finished_ = false;
+  std::int64_t settled_ = std::numeric_limits<std::int64_t>::min();
 };
+
+// The transfers of `options.level` over a stream. Over window traffic collected with
+// its elements (`window_traffic(true)`), it takes the windows as they come; over
+// accesses, it follows the windows of the level's children itself.
+struct TransfersAdaptor : StageAdaptor {
+  TransferOptions options;
+  bool given_children = false;
+  std::vector<std::uint32_t> children;  // given: follow these nodes (else every child)
+  std::vector<std::string> tensors;     // given: of these tensors (all when empty)
+
+  template <TrafficSource Up>
+  Transfers<Up> operator()(Up up) const {
+    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), options.align);
+    return Transfers<Up>(std::move(up), options, std::move(addresses));
+  }
+  template <AccessSource Up>
+  auto operator()(Up up) const {
+    std::vector<std::uint32_t> nodes = given_children ? children : children_of(up.schedule(), options.level, tensors);
+    return std::move(up) | tile_windows(std::move(nodes), tensors) | window_traffic(true) | *this;
+  }
+};
+
+// `... | transfers(options)`: the requests between `options.level` and its children,
+// of what the stream traces (options.report: which of them to keep).
+inline TransfersAdaptor transfers(TransferOptions options) {
+  TransfersAdaptor a;
+  a.options = std::move(options);
+  return a;
+}
 
 // The requests between `options.level` and its children over the selection of `o`:
 // --max-timesteps cuts the trace itself, while --from/--to and --shard keep the
@@ -176,18 +217,11 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   const TimeRange run = transfer_trace_window(s, children, options.report);
   whole.shard.reset();
   whole.from = run.from, whole.to = run.to;
-  auto traffic = trace_pipeline(s, whole);
-  // The summary's tensor order: traced tensors in order of first trace (the einsum
-  // filter drops traces too, as the summary's `tensors` does).
-  const TraceFilter filter = TraceFilter::from_names(s, o.tensors, o.einsums);
-  std::vector<std::string> order;
-  for (std::size_t i = 0; i < s.traces.size(); ++i)
-    if (filter.trace_enabled[i] && std::find(order.begin(), order.end(), s.traces[i].tensor) == order.end())
-      order.push_back(s.traces[i].tensor);
-  AddressMap addresses = AddressMap::make(s, order, options.align);
-  using Traffic = WindowTraffic<TileWindows<TracePipeline>>;
-  Traffic windows(TileWindows<TracePipeline>(std::move(traffic), children, o.tensors), true);
-  return Transfers<Traffic>(std::move(windows), std::move(options), std::move(addresses));
+  TransfersAdaptor a = transfers(std::move(options));
+  a.given_children = true;
+  a.children = children;
+  a.tensors = o.tensors;
+  return trace_pipeline(s, whole) | a;
 }
 
 }  // namespace looptrace

@@ -1,0 +1,20 @@
+// What the schedule keeps of the arch: its memory levels' sizes.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "looptrace/error.hpp"
+
+namespace looptrace {
+
+// A memory level of the arch (an `!Memory` node) and its size in bits, when the size
+// is a number, `inf` or an expression of numbers; a size that needs AccelForge's
+// per-tensor context (`weight.bits_per_value if weight else 0`) stays unevaluated.
+struct ArchMemory {
+  std::string size_text;
+  std::optional<double> size_bits;
+  SourceLocation where;
+};
+
+}  // namespace looptrace
