@@ -278,13 +278,17 @@ def test_transfer_layout_options():
     spec = write("conv1d.yaml", harness.CONV1D)
     expect_error(["transfers", spec, "--level", "MainMemory", "--line-bytes", "48"],
                  ["--line-bytes takes a power of two", "not 48"])
-    two_bytes = write("two-bytes.yaml", harness.CONV1D.replace("  einsums:", "  bits_per_value: {All: 16}\n  einsums:"))
-    expect_error(["transfers", two_bytes, "--level", "MainMemory", "--align", "3"],
-                 ["--align 3 is not a multiple of tensor", "2-byte values"])
-    p = run("transfers", two_bytes, "--level", "MainMemory", "--align", "2")
+    expect_error(["transfers", spec, "--level", "MainMemory", "--align", "3"],
+                 ["--align takes a power of two", "not 3"])
+    three_bytes = write("three-bytes.yaml", harness.CONV1D.replace("  einsums:", "  bits_per_value: {All: 24}\n  einsums:"))
+    p = run("transfers", three_bytes, "--level", "MainMemory", "--format", "dramsim3")
+    addresses = sorted({int(l.split()[0], 16) for l in p.stdout.splitlines()})
+    check(p.returncode == 0 and p.stderr == "" and addresses and addresses[0] == 0 and 4096 in addresses,
+          "24-bit values under the default --align 4096: I at 0, W at 4096 (%r, %r)" % (addresses[:8], p.stderr))
+    p = run("transfers", spec, "--level", "MainMemory", "--align", "2")
     check(p.returncode == 0 and "not a multiple of --line-bytes 64" in p.stderr,
           "--align 2: accepted, with a warning that tensors may share a line (%r)" % p.stderr)
-    p = run("transfers", two_bytes, "--level", "MainMemory", "--align", "128")
+    p = run("transfers", spec, "--level", "MainMemory", "--align", "128")
     check(p.returncode == 0 and p.stderr == "", "--align 128: quiet (%r)" % p.stderr)
 
 

@@ -44,11 +44,11 @@ struct TransferOptions {
   bool report_end = true;           // also keep requests at report.to: the trace ends there
 };
 
-// Refuses (SpecError) a line size that is not a power of two, or an alignment of 0.
+// Refuses (SpecError) a line size or an alignment that is not a power of two.
 void check_transfer_options(const TransferOptions& options);
 
 // Where each traced tensor lies: in `order`, each starting at the next multiple of
-// `align` (which must be a multiple of each tensor's value size: SpecError otherwise); element e at base + e * bytes_per_value (1 byte without bits_per_value).
+// `align` (a power of two: check_transfer_options); element e at base + e * bytes_per_value (1 byte without bits_per_value).
 struct AddressMap {
   std::vector<std::uint64_t> base;   // per Schedule::tensors
   std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
