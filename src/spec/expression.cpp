@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "looptrace/spec/expression.hpp"
 
 #include <cctype>
@@ -33,13 +34,14 @@ std::string describe_char(char c) {
 
 std::int64_t checked_add(std::int64_t a, std::int64_t b, std::size_t col) {
   std::int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw ExpressionError(col, "integer overflow");
+  // -2^63 has no positive counterpart: str() could not write it back as "- 2^63".
+  if (__builtin_add_overflow(a, b, &r) || r == INT64_MIN) throw ExpressionError(col, "integer overflow");
   return r;
 }
 
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::size_t col) {
   std::int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw ExpressionError(col, "integer overflow");
+  if (__builtin_mul_overflow(a, b, &r) || r == INT64_MIN) throw ExpressionError(col, "integer overflow");
   return r;
 }
 
