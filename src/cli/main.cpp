@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "common.hpp"
 #include "looptrace/error.hpp"
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const looptrace::WriteError& e) {
     std::cerr << "looptrace: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {  // not a bug to report: the run needs more memory than it got
+    std::cerr << "looptrace: error: out of memory (narrow the selection with --tensors, --from/--to or "
+                 "--max-timesteps)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "looptrace: internal error: " << looptrace::printable(e.what()) << "\n";
