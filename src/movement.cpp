@@ -4,8 +4,10 @@
 #include <future>
 
 #include "looptrace/error.hpp"
+#include "looptrace/stages/time_selection.hpp"
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"
+#include "movement_boxes.hpp"
 
 namespace looptrace {
 
@@ -34,24 +36,20 @@ void PeakTracker::finalize(const Segment& s) {
 
 namespace {
 
-// The report of the Storage nodes of some levels (all when `levels` is empty).
-MovementReport movement_of(const Schedule& s, const TraceOptions& options, const std::vector<std::string>& levels) {
-  std::vector<std::uint32_t> nodes;
-  for (std::size_t n = 0; n < s.storages.size(); ++n)
-    if (levels.empty() || std::find(levels.begin(), levels.end(), s.storages[n].level) != levels.end())
-      nodes.push_back(std::uint32_t(n));
-  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
+// The report's skeleton for the slots of `plan`: levels in tree order, per level the
+// tensors its nodes keep in the order listed, and where each slot's figures go.
+struct Layout {
   MovementReport report;
-  report.from = traffic.context().window.from;
-  report.n_timesteps = traffic.context().window.to;
-  report.truncated = report.from > 0 || report.n_timesteps < s.n_timesteps;
+  std::vector<int> level_of_slot, entry_of_slot;
+};
 
-  // Levels in tree order; per level the tensors its nodes keep, in the order listed.
-  const auto& slots = traffic.traffic().slots;
+Layout layout_of(const Schedule& s, const TrafficPlan& plan) {
+  Layout out;
+  MovementReport& report = out.report;
+  const auto& slots = plan.slots;
   for (const std::string& name : s.memory_levels)
     if (std::any_of(slots.begin(), slots.end(), [&](const auto& slot) { return s.storages[slot.storage].level == name; }))
       report.levels.push_back({name, {}, {}, {}, {}, {}});
-  std::vector<int> level_of_slot, tensor_entry_of_slot;
   for (const auto& slot : slots) {
     const StorageWindows& node = s.storages[slot.storage];
     const auto level = std::find_if(report.levels.begin(), report.levels.end(),
@@ -67,13 +65,43 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
       entry = level->tensors.end() - 1;
     }
     entry->home = entry->home || s.parent(slot.storage, info.name) < 0;
-    level_of_slot.push_back(int(level - report.levels.begin()));
-    tensor_entry_of_slot.push_back(int(entry - level->tensors.begin()));
+    out.level_of_slot.push_back(int(level - report.levels.begin()));
+    out.entry_of_slot.push_back(int(entry - level->tensors.begin()));
   }
+  return out;
+}
+
+bool has_bytes(const LevelMovement& level) {
+  return std::all_of(level.tensors.begin(), level.tensors.end(),
+                     [](const TensorMovement& t) { return t.bytes_per_value.has_value(); });
+}
+
+void add_capacities(const Schedule& s, MovementReport& report) {
+  for (LevelMovement& level : report.levels)
+    if (auto m = s.memories.find(level.level); m != s.memories.end()) {
+      if (m->second.size_bits) level.capacity_bits = m->second.size_bits;
+      else level.capacity_unevaluated = m->second.size_text;
+    }
+}
+
+std::vector<std::uint32_t> nodes_of(const Schedule& s, const std::vector<std::string>& levels) {
+  std::vector<std::uint32_t> nodes;
+  for (std::size_t n = 0; n < s.storages.size(); ++n)
+    if (levels.empty() || std::find(levels.begin(), levels.end(), s.storages[n].level) != levels.end())
+      nodes.push_back(std::uint32_t(n));
+  return nodes;
+}
+
+// The enumerated report of some Storage nodes: one pass over their accesses.
+MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options, const std::vector<std::uint32_t>& nodes) {
+  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
+  Layout layout = layout_of(s, traffic.traffic());
+  MovementReport& report = layout.report;
+  report.method = MovementMethod::enumerate;
+  report.from = traffic.context().window.from;
+  report.n_timesteps = traffic.context().window.to;
+  report.truncated = report.from > 0 || report.n_timesteps < s.n_timesteps;
   std::vector<PeakTracker> peaks(report.levels.size()), peak_bytes(report.levels.size());
-  std::vector<bool> has_bytes(report.levels.size(), true);
-  for (std::size_t l = 0; l < report.levels.size(); ++l)
-    for (const auto& t : report.levels[l].tensors) has_bytes[l] = has_bytes[l] && t.bytes_per_value.has_value();
 
   auto slot_of = [&](const TileTraffic& t) {
     for (int k : traffic.traffic().slots_of_storage[t.storage])
@@ -83,8 +111,8 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
   for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
     for (const TileTraffic& t : events) {
       const std::size_t k = slot_of(t);
-      const auto l = std::size_t(level_of_slot[k]);
-      TensorMovement& m = report.levels[l].tensors[std::size_t(tensor_entry_of_slot[k])];
+      const auto l = std::size_t(layout.level_of_slot[k]);
+      TensorMovement& m = report.levels[l].tensors[std::size_t(layout.entry_of_slot[k])];
       if (t.kind == TileTraffic::Kind::open) {
         peaks[l].open(t.start);
         peak_bytes[l].open(t.start);
@@ -98,24 +126,15 @@ MovementReport movement_of(const Schedule& s, const TraceOptions& options, const
       peak_bytes[l].close(t.start, t.tile * m.bytes_per_value.value_or(0));
     }
   for (std::size_t l = 0; l < report.levels.size(); ++l) {
-    LevelMovement& level = report.levels[l];
-    level.peak_footprint = peaks[l].peak();
-    if (has_bytes[l]) level.peak_footprint_bytes = peak_bytes[l].peak();
-    if (auto m = s.memories.find(level.level); m != s.memories.end()) {
-      if (m->second.size_bits) level.capacity_bits = m->second.size_bits;
-      else level.capacity_unevaluated = m->second.size_text;
-    }
+    report.levels[l].peak_footprint = peaks[l].peak();
+    if (has_bytes(report.levels[l])) report.levels[l].peak_footprint_bytes = peak_bytes[l].peak();
   }
+  add_capacities(s, report);
   return report;
 }
 
-}  // namespace
-
-MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {
-  if (options.sample_timesteps)
-    throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
-                    "or --shard, not --sample-timesteps");
-  if (threads <= 1 || s.memory_levels.size() <= 1) return movement_of(s, options, {});
+MovementReport enumerate_threaded(const Schedule& s, const TraceOptions& options, int threads) {
+  if (threads <= 1 || s.memory_levels.size() <= 1) return enumerate_movement(s, options, nodes_of(s, {}));
   // Windows cut at a timestep boundary would be filled twice, so workers split the
   // levels, not time: each streams the whole selection and keeps its levels' tiles.
   const std::size_t n = std::min<std::size_t>(std::size_t(threads), s.memory_levels.size());
@@ -123,8 +142,8 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
   for (std::size_t l = 0; l < s.memory_levels.size(); ++l) share[l % n].push_back(s.memory_levels[l]);
   std::vector<std::future<MovementReport>> parts;
   for (std::size_t i = 1; i < n; ++i)
-    parts.push_back(std::async(std::launch::async, [&, i] { return movement_of(s, options, share[i]); }));
-  MovementReport report = movement_of(s, options, share[0]);
+    parts.push_back(std::async(std::launch::async, [&, i] { return enumerate_movement(s, options, nodes_of(s, share[i])); }));
+  MovementReport report = enumerate_movement(s, options, nodes_of(s, share[0]));
   for (auto& part : parts) {
     MovementReport r = part.get();
     for (auto& level : r.levels) report.levels.push_back(std::move(level));
@@ -134,6 +153,105 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
            std::find(s.memory_levels.begin(), s.memory_levels.end(), b.level);
   });
   return report;
+}
+
+// The earlier of two peaks when they tie.
+void keep_larger(FootprintPeak& best, const FootprintPeak& p) {
+  if (p.timestep < 0) return;
+  if (best.timestep < 0 || p.value > best.value || (p.value == best.value && p.timestep < best.timestep)) best = p;
+}
+
+// Whether two nodes can hold tiles at the same time. Within one iteration of the loops
+// above both, each node's windows fill one stretch of time, the same in every iteration.
+bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
+  std::size_t shared = 0;
+  while (shared < a.loop_ids.size() && shared < b.loop_ids.size() && a.loop_ids[shared] == b.loop_ids[shared])
+    ++shared;
+  auto stretch = [&](const StorageWindows& n) {
+    std::int64_t length = n.duration;
+    for (std::size_t l = shared; l < n.time_levels.size(); ++l)
+      length += (n.time_levels[l].count - 1) * n.time_levels[l].period;
+    const std::int64_t from = n.starts().first_time();
+    return TimeRange{from, from + length};
+  };
+  const TimeRange x = stretch(a), y = stretch(b);
+  return a.duration > 0 && b.duration > 0 && x.from < y.to && y.from < x.to;
+}
+
+// One level in closed form from its nodes' windows; throws NotClosed.
+void closed_form_level(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, const Layout& layout,
+                       std::size_t l, const TimeRange& window, MovementReport& report) {
+  LevelMovement& level = report.levels[l];
+  FootprintPeak peak{0, -1}, peak_bytes{0, -1};
+  std::vector<std::size_t> nodes;
+  for (std::size_t n = 0; n < s.storages.size(); ++n) {
+    std::vector<int> ks;
+    for (int k : plan.slots_of_storage[n])
+      if (std::size_t(layout.level_of_slot[std::size_t(k)]) == l) ks.push_back(k);
+    if (ks.empty()) continue;
+    std::vector<std::uint32_t> tensors;
+    std::vector<std::int64_t> bytes;
+    for (int k : ks) {
+      tensors.push_back(plan.slots[std::size_t(k)].tensor);
+      bytes.push_back(level.tensors[std::size_t(layout.entry_of_slot[std::size_t(k)])].bytes_per_value.value_or(0));
+    }
+    const movement_boxes::NodeTotals totals =
+        movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window);
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+      TensorMovement& m = level.tensors[std::size_t(layout.entry_of_slot[std::size_t(ks[i])])];
+      const movement_boxes::SlotTotals& t = totals.slots[i];
+      m.windows += t.windows;
+      m.fills += t.fills;
+      m.drains += t.drains;
+      m.max_tile = std::max(m.max_tile, t.max_tile);
+    }
+    keep_larger(peak, totals.peak);
+    keep_larger(peak_bytes, totals.peak_bytes);
+    nodes.push_back(n);
+  }
+  // The level's footprint at a time is one node's: their windows must not overlap.
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (std::size_t k = i + 1; k < nodes.size(); ++k)
+      if (hold_at_once(s.storages[nodes[i]], s.storages[nodes[k]]))
+        throw movement_boxes::NotClosed{"Storage nodes of the level hold tiles at the same time"};
+  level.peak_footprint = peak;
+  if (has_bytes(level)) level.peak_footprint_bytes = peak_bytes;
+}
+
+MovementReport closed_form_movement(const Schedule& s, const TraceOptions& options) {
+  const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
+  const TrafficPlan plan = TrafficPlan::make(s, nodes_of(s, {}), options.tensors);
+  Layout layout = layout_of(s, plan);
+  MovementReport report = std::move(layout.report);
+  report.from = selection.window.from;
+  report.n_timesteps = selection.window.to;
+  report.truncated = report.from > 0 || report.n_timesteps < s.n_timesteps;
+  for (std::size_t l = 0; l < report.levels.size(); ++l) {
+    const LevelMovement skeleton = report.levels[l];
+    try {
+      closed_form_level(s, options, plan, layout, l, selection.window, report);
+    } catch (const movement_boxes::NotClosed& e) {
+      MovementReport whole = enumerate_movement(s, options, nodes_of(s, {skeleton.level}));
+      report.levels[l] = std::move(whole.levels.front());
+      report.enumerated.push_back({skeleton.level, e.reason});
+    }
+  }
+  add_capacities(s, report);
+  return report;
+}
+
+}  // namespace
+
+MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, const MovementOptions& how) {
+  if (options.sample_timesteps)
+    throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
+                    "or --shard, not --sample-timesteps");
+  if (how.method == MovementMethod::enumerate) return enumerate_threaded(s, options, how.threads);
+  return closed_form_movement(s, options);
+}
+
+MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {
+  return summarize_movement(s, options, MovementOptions{MovementMethod::closed_form, threads});
 }
 
 }  // namespace looptrace

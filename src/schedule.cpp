@@ -90,6 +90,7 @@ struct Compiler {
   std::map<std::string, EinsumBox> boxes;
   std::unordered_map<const MappingNode*, std::int64_t> counts;     // loop -> iterations
   std::unordered_map<const MappingNode*, std::int64_t> durations;  // node -> timesteps
+  std::unordered_map<const MappingNode*, std::uint32_t> loop_ids;  // StorageWindows::loop_ids
   Schedule out;
   bool measure_unreachable = false;
 
@@ -261,7 +262,11 @@ struct Compiler {
     if (std::find(out.memory_levels.begin(), out.memory_levels.end(), node.component) ==
         out.memory_levels.end())
       out.memory_levels.push_back(node.component);
-    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where});
+    std::vector<std::uint32_t> ids;
+    for (const MappingNode* loop : ctx.loops)
+      if (loop->kind == NodeKind::Temporal) ids.push_back(loop_ids.try_emplace(loop, std::uint32_t(loop_ids.size())).first->second);
+    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where,
+                            ctx.loops.size(), std::move(ids)});
     return int(out.storages.size() - 1);
   }
 

@@ -253,20 +253,113 @@ TEST_CASE("movement: TileSet counts fills and drains, dense and hashed alike") {
   }
 }
 
-TEST_CASE("movement: workers that share the levels give the same report") {
+// The report without the fields that say how it was computed.
+static std::string figures(const MovementReport& r) {
+  nlohmann::ordered_json j = movement_json(r);
+  j.erase("method");
+  j.erase("enumerated");
+  return j.dump();
+}
+
+TEST_CASE("movement: the closed form, the enumeration and its workers give the same report") {
   for (const auto& files : std::vector<std::vector<std::string>>{
            {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+           {"conv2d.workload.yaml", "conv2d.mapping.yaml"},
            {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+           {"matmuls.yaml", "matmul_imperfect.mapping.yaml"},
+           {"matmuls.yaml", "matmul_spatial.mapping.yaml"},
            {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"}}) {
     CAPTURE(files[1]);
     const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
                                                   {"KN", std::int64_t(4)}});
-    TraceOptions o;
-    o.to = s.n_timesteps * 2 / 3;  // cut windows too
-    const std::string one = movement_json(summarize_movement(s, o)).dump();
-    CHECK(movement_json(summarize_movement(s, o, 2)).dump() == one);
-    CHECK(movement_json(summarize_movement(s, o, 5)).dump() == one);
+    for (const std::int64_t to : {s.n_timesteps, s.n_timesteps * 2 / 3}) {  // cut windows too
+      CAPTURE(to);
+      TraceOptions o;
+      o.to = to;
+      o.from = to < s.n_timesteps ? 1 : 0;
+      const MovementReport closed = summarize_movement(s, o);
+      CHECK(closed.method == MovementMethod::closed_form);
+      const std::string one = figures(closed);
+      for (int threads : {1, 2, 5}) {
+        const MovementReport e = summarize_movement(s, o, MovementOptions{MovementMethod::enumerate, threads});
+        CHECK(e.method == MovementMethod::enumerate);
+        CHECK(figures(e) == one);
+      }
+    }
   }
+}
+
+TEST_CASE("movement: whole-tensor tiles in closed form, by hand") {
+  // Z[m, n] = A[m, k] * B[k, n] at M = K = N = 10240: DRAM holds all three for the whole
+  // run; GlobalBuffer keeps a 1024-row band of A and Z and all of B per window, and a
+  // loop over k inside reads everything. 10^12 operations: enumeration would take hours.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 10240, k: 0 <= k < 10240, n: 0 <= n < 10240}
+  einsums: ["Z[m, n] = A[m, k] * B[k, n]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 1024}
+  - !Storage {component: GlobalBuffer, tensors: [A, B, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Temporal {rank_variable: n, tile_shape: 1024}
+  - !Compute {einsum: Z}
+)");
+  const MovementReport r = summarize_movement(s);
+  CHECK(r.enumerated.empty());
+  REQUIRE(r.levels.size() == 2);
+  const std::int64_t all = 10240LL * 10240, band = 1024LL * 10240;
+  const LevelMovement& dram = r.levels[0];
+  CHECK(dram.tensors[0].fills == all);   // A
+  CHECK(dram.tensors[1].fills == all);   // B
+  CHECK(dram.tensors[2].fills == 0);     // Z: written first
+  CHECK(dram.tensors[2].drains == all);
+  CHECK(dram.peak_footprint.value == 3 * all);
+  const LevelMovement& gb = r.levels[1];
+  for (const auto& t : gb.tensors) CHECK(t.windows == 10);
+  CHECK(gb.tensors[0].max_tile == band);
+  CHECK(gb.tensors[0].fills == all);      // each band once
+  CHECK(gb.tensors[1].fills == 10 * all);  // all of B per window
+  CHECK(gb.tensors[2].drains == all);
+  CHECK(gb.peak_footprint.value == 2 * band + all);
+  CHECK(gb.peak_footprint.timestep == 0);
+
+  // A prefix cuts DRAM's window and the third band's: the first 2.5 bands' worth of
+  // (k, n) steps. Per GlobalBuffer window: 10240 k x 10 n tiles = 102400 timesteps.
+  TraceOptions o;
+  o.max_timesteps = 102400 * 2 + 51200;  // half of window 2: k < 5120
+  const MovementReport p = summarize_movement(s, o);
+  CHECK(p.enumerated.empty());
+  CHECK(p.levels[1].tensors[0].windows == 3);
+  CHECK(p.levels[1].tensors[0].fills == 2 * band + 1024LL * 5120);  // A[m band, k < 5120]
+  CHECK(p.levels[1].tensors[1].fills == 2 * all + 5120LL * 10240);
+  CHECK(p.levels[0].tensors[0].fills == 2 * band + 1024LL * 5120);
+}
+
+TEST_CASE("movement: what the closed form cannot count is enumerated, and listed") {
+  // O[p] = I[2p + r] * W[r] with r < 1 per window: I's tile {2p} has gaps.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 2}
+  einsums: ["O[p] = I[X: 2*p + r] * W[r]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [I, W, O]}
+  - !Temporal {rank_variable: r, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I, W, O]}
+  - !Temporal {rank_variable: p, tile_shape: 1}
+  - !Compute {einsum: O}
+)");
+  const MovementReport r = summarize_movement(s);
+  REQUIRE(r.enumerated.size() == 1);
+  CHECK(r.enumerated[0].level == "GlobalBuffer");
+  CHECK(th::contains(r.enumerated[0].reason, "not a box"));
+  const LevelMovement& gb = r.levels[1];
+  CHECK(gb.tensors[0].tensor == "I");
+  CHECK(gb.tensors[0].fills == 16);  // {0, 2, .., 14} then {1, 3, .., 15}
+  CHECK(gb.tensors[0].max_tile == 8);
+  CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
 }
 
 TEST_CASE("movement: bytes from bits_per_value, and the arch's sizes") {

@@ -1,9 +1,17 @@
 // Data movement per memory level (SEMANTICS "Data movement"): per level and tensor the
 // windows, the largest tile, fills and drains (in elements, and in bytes where the
 // workload gives bits_per_value), whether the level is the tensor's home; per level
-// the peak footprint and when it happens. Computed in one streaming pass:
+// the peak footprint and when it happens. Two methods give the same report:
 //
-//   trace_pipeline(schedule, options) | tile_windows() | window_traffic()
+// - closed form (the default): a window's tile is the union of its leaves' iteration
+//   boxes projected into the tensor, counted as boxes, and windows that move the same
+//   amounts are counted once (src/movement_boxes.hpp): time and memory follow the loop
+//   depth and the number of distinct windows, not the tensors or the trace. A level
+//   whose tiles are not boxes, or whose nodes overlap in time, and windows cut by the
+//   selection are enumerated, and the report lists them (`enumerated`).
+// - enumerate: one streaming pass over the accesses, the check of the closed form:
+//
+//     trace_pipeline(schedule, options) | tile_windows() | window_traffic()
 //
 // The selection's window bounds the trace: windows are cut at its edges (a window cut
 // there is filled again, as if the piece of the trace ran alone).
@@ -42,11 +50,26 @@ struct LevelMovement {
   std::optional<std::string> capacity_unevaluated;  // an expression needing AccelForge's context
 };
 
+enum class MovementMethod { closed_form, enumerate };
+
+// What the closed form handed to enumeration, and why.
+struct EnumeratedPart {
+  std::string level;
+  std::string reason;
+};
+
 struct MovementReport {
   std::int64_t n_timesteps = 0;  // the end of the traced window
   std::int64_t from = 0;         // its start
   bool truncated = false;
+  MovementMethod method = MovementMethod::closed_form;
   std::vector<LevelMovement> levels;  // tree order
+  std::vector<EnumeratedPart> enumerated;  // closed form: what it enumerated
+};
+
+struct MovementOptions {
+  MovementMethod method = MovementMethod::closed_form;
+  int threads = 1;  // enumerate: workers share the memory levels (the report is the same)
 };
 
 // The running maximum over time of the sum of the sizes of the windows that contain
@@ -71,7 +94,8 @@ class PeakTracker {
 };
 
 // Throws SpecError for a sampled selection (movement needs whole stretches of time).
-// `threads` workers share the memory levels (the report is the same).
+MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options, const MovementOptions& how);
+// The closed form (threads apply to the enumeration of what it cannot count).
 MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options = {}, int threads = 1);
 
 }  // namespace looptrace

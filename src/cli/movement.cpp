@@ -17,12 +17,21 @@ void add_movement_command(CLI::App& app) {
   args->add_to(*cmd);
   cmd->add_option("--format", *format, "json or text")->capture_default_str()->check(CLI::IsMember({"json", "text"}));
   auto threads = std::make_shared<int>(1);
-  cmd->add_option("--threads", *threads, "Workers, each keeping the tiles of some memory levels (the output is the same)")
+  cmd->add_option("--threads", *threads, "With --method enumerate: workers, each keeping the tiles of some memory levels (the output is the same)")
       ->capture_default_str()
       ->check(whole_number(1, 1024));
-  cmd->callback([args, format, threads] {
+  auto method = std::make_shared<std::string>("closed-form");
+  cmd->add_option("--method", *method,
+                  "closed-form (tiles as boxes, windows that move alike counted once) or enumerate (visit every "
+                  "access: the check)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"closed-form", "enumerate"}));
+  cmd->callback([args, format, threads, method] {
     Schedule schedule = args->load();
-    const MovementReport report = summarize_movement(schedule, args->resolved(), *threads);
+    MovementOptions how;
+    how.method = *method == "enumerate" ? MovementMethod::enumerate : MovementMethod::closed_form;
+    how.threads = *threads;
+    const MovementReport report = summarize_movement(schedule, args->resolved(), how);
     OutputBuffer out(STDOUT_FILENO);
     if (*format == "text") {
       out.write(movement_text(report));

@@ -73,6 +73,10 @@ json movement_json(const MovementReport& r) {
     levels.push_back(level);
   }
   out["levels"] = levels;
+  out["method"] = r.method == MovementMethod::enumerate ? "enumerate" : "closed-form";
+  json enumerated = json::array();
+  for (const auto& e : r.enumerated) enumerated.push_back({{"level", e.level}, {"reason", e.reason}});
+  out["enumerated"] = enumerated;
   return out;
 }
 
@@ -139,6 +143,7 @@ std::string movement_text(const MovementReport& r) {
     }
     out << "\n";
   }
+  for (const auto& e : r.enumerated) out << "enumerated " << e.level << ": " << e.reason << "\n";
   return out.str();
 }
 

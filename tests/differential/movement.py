@@ -6,7 +6,8 @@ follows SEMANTICS.md "Data movement" from its own accesses and tile windows).
 usage: movement.py --looptrace build/src/looptrace [--count 40] [--seed 11] [--only CASESEED]...
                    [--jobs 2] [--keep DIR] [--spatial P] [--require-bytes]
 
-Per case: `movement` JSON with no filter, --max-timesteps prefixes, --tensors (a level
+Per case: `movement` JSON (the closed form, and `--method enumerate`, which must agree
+with it) with no filter, --max-timesteps prefixes, --tensors (a level
 whose tensors are all filtered out is absent), --einsums, --from/--to windows (windows
 cut at the edges count as windows of their own) and --shard; then, for each level with
 children, `transfers --format jsonl` with --line-bytes 1 and a larger line, a prefix, a
@@ -173,6 +174,12 @@ def check_movement(lt, files, m, kw, label, with_bytes):
     frm, to = closed_form.window_of(m.n_timesteps, kw)
     want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes)
     got = json.loads(lt_run(lt, ["movement", *args_of(files, kw)]))
+    # The enumerating engine (the closed form's check) must give the same report.
+    enumerated = json.loads(lt_run(lt, ["movement", "--method", "enumerate", *args_of(files, kw)]))
+    errs = []
+    if {k: v for k, v in got.items() if k not in ("method", "enumerated")} != \
+            {k: v for k, v in enumerated.items() if k not in ("method", "enumerated")}:
+        errs.append(f"[{label} {' '.join(args_of([], kw))}] the closed form and --method enumerate differ")
     if not with_bytes:
         got = strip_bytes(got)
     if kw.get("tensors"):  # the filter's own check: only levels holding a kept tensor
@@ -181,7 +188,7 @@ def check_movement(lt, files, m, kw, label, with_bytes):
         if {l["level"] for l in got.get("levels", [])} != held:
             return [f"[{label} {' '.join(args_of([], kw))}] levels {[l['level'] for l in got['levels']]} "
                     f"but the kept tensors are held at {sorted(held)}"]
-    return [f"[{label} {' '.join(args_of([], kw))}] {e}" for e in diff_movement(got, want)]
+    return errs + [f"[{label} {' '.join(args_of([], kw))}] {e}" for e in diff_movement(got, want)]
 
 
 def transfer_kw(kw):

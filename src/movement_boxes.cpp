@@ -1,0 +1,426 @@
+#include "movement_boxes.hpp"
+
+#include <algorithm>
+#include <boost/container/small_vector.hpp>
+#include <limits>
+
+#include "looptrace/error.hpp"
+#include "tiling.hpp"
+#include "window_clip.hpp"
+
+namespace looptrace::movement_boxes {
+
+namespace {
+
+using Wide = __int128;
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+struct Span {
+  std::int64_t lo = 0, hi = 0;
+  bool empty() const { return hi <= lo; }
+  std::int64_t size() const { return hi > lo ? hi - lo : 0; }
+  bool operator==(const Span&) const = default;
+};
+using Box = boost::container::small_vector<Span, 6>;  // per tensor rank
+
+// Which iterations of each temporal loop of a leaf a box of its iterations takes: digits
+// lo..hi (all of them: the loop is free).
+struct Digits {
+  std::int64_t lo, hi;
+};
+using DigitBox = boost::container::small_vector<Digits, 8>;  // per leaf time level
+
+// A leaf's points over a box of its iterations: per rank variable, one range. For a
+// whole window (outer digits fixed, inner ones free), along the innermost outer loop
+// the next `run` windows (this one included) give the same ranges but for `moving`,
+// which advances by `step` per window (-1: none moves).
+struct LeafPoints {
+  boost::container::small_vector<Span, 8> range;
+  bool empty = false;
+  std::int64_t run = kForever;
+  int moving = -1;
+  std::int64_t step = 0;
+};
+
+// One leaf's accesses of the slot's tensor.
+struct Part {
+  std::size_t leaf;  // into the node's leaves
+  const LeafTensor* tensor;
+  bool write;
+  std::int64_t from, to;  // the leaf's timesteps, relative to the window's start
+};
+
+// A (node, tensor): its parts in time order, cut into phases (parts that run at once,
+// all reading or all writing; consecutive phases alternate).
+struct Slot {
+  std::vector<Part> parts;
+  std::vector<std::size_t> phase_end;  // per phase: one past its last part
+  std::vector<bool> phase_writes;
+};
+
+std::int64_t checked_add(std::int64_t a, Wide b) {
+  const Wide s = Wide(a) + b;
+  if (s > std::numeric_limits<std::int64_t>::max())
+    throw SpecError("data movement counts exceed 2^63 - 1: select fewer timesteps (--from/--to) or tensors");
+  return std::int64_t(s);
+}
+
+// The ranges of `leaf`'s variables over the iterations `digits` gives (spatial loops
+// always take all theirs). A loop keeps the union of the sub-tiles it takes; when they
+// are several, the loops over the same variable inside it cover each (their counts
+// cover its largest tile) and change nothing, unless they take only some of theirs:
+// a strided set, not a range. When
+// `inner_level` >= 0, that loop's run is worked out (digits there are one).
+void leaf_points(const LeafSchedule& leaf, const DigitBox& digits, int inner_level, LeafPoints& w) {
+  const std::size_t n = leaf.variables.size();
+  w.range.resize(n);
+  for (std::size_t v = 0; v < n; ++v) w.range[v] = {0, leaf.extent[v]};
+  boost::container::small_vector<bool, 8> widened(n, false);
+  w.run = kForever, w.moving = -1, w.step = 0;
+  for (const LoopLevel& l : leaf.loops) {
+    if (l.variable < 0) continue;  // drives nothing here: windows along it are alike
+    const auto v = std::size_t(l.variable);
+    Span& r = w.range[v];
+    const Digits d = l.spatial ? Digits{0, l.count - 1} : digits[std::size_t(l.time_level)];
+    const bool all = d.lo == 0 && d.hi == l.count - 1;
+    if (r.empty()) continue;
+    const Span parent = r;
+    const Wide width = Wide(r.hi) - r.lo, first = tiling::sub_start<Wide>(l, d.lo);
+    if (all) {
+      if (widened[v]) continue;  // covered: the union stays
+      r.hi = std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, l.count - 1)));
+      widened[v] = l.count > 1 && tiling::sub_end<Wide>(l, 0) < width;  // it cut the range
+      continue;
+    }
+    if (widened[v])
+      throw NotClosed{"rank variable '" + leaf.variables[v] +
+                      "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
+    r = first >= width ? Span{r.hi, r.hi}
+                       : Span{r.lo + std::int64_t(first), std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, d.hi)))};
+    widened[v] = d.hi > d.lo;  // several sub-tiles: the loops inside cover them
+    if (l.time_level != inner_level) continue;
+    const std::int64_t j = d.lo;
+    if (r.empty()) {
+      w.run = l.count - j;  // every later tile is empty too
+    } else if (r.size() == l.tile_shape && (j >= 1 || l.initial_tile_shape == l.tile_shape)) {
+      const Wide full_until = tiling::first_not_full<Wide>(parent.size(), l);
+      w.run = std::int64_t(std::min<Wide>(l.count, full_until)) - j;  // whole strides: translates
+      w.moving = int(v), w.step = l.tile_shape;
+    } else {
+      w.run = 1;
+    }
+  }
+  w.empty = std::any_of(w.range.begin(), w.range.end(), [](const Span& s) { return s.empty(); });
+}
+
+// The image of a leaf's points in a tensor as a box; false when it is not one (a rank
+// whose sum of strided variables leaves gaps, a variable feeding two ranks).
+bool image_of(const LeafTensor& t, const LeafPoints& w, Box& box) {
+  const std::size_t ranks = t.constants.size();
+  box.resize(ranks);
+  boost::container::small_vector<bool, 8> used(w.range.size(), false);
+  boost::container::small_vector<std::pair<Wide, Wide>, 8> terms;  // |coefficient|, points - 1
+  for (std::size_t r = 0; r < ranks; ++r) {
+    Wide lo = t.constants[r], hi = t.constants[r];
+    terms.clear();
+    for (std::size_t v = 0; v < w.range.size(); ++v) {
+      const Wide c = t.coefficients[r][v];
+      if (c == 0) continue;
+      const Span& x = w.range[v];
+      if (x.size() == 1) {
+        lo += c * x.lo, hi += c * x.lo;
+        continue;
+      }
+      if (used[v]) return false;
+      used[v] = true;
+      if (c > 0) lo += c * x.lo, hi += c * (x.hi - 1);
+      else lo += c * (x.hi - 1), hi += c * x.lo;
+      terms.push_back({c > 0 ? c : -c, x.size() - 1});
+    }
+    std::sort(terms.begin(), terms.end());
+    Wide reach = 0;  // the sum of the terms so far covers [0, reach] without a gap
+    for (const auto& [c, n] : terms) {
+      if (c > reach + 1) return false;
+      reach += c * n;
+    }
+    box[r] = {std::int64_t(lo), std::int64_t(hi) + 1};
+  }
+  return true;
+}
+
+Wide box_size(const Box& b) {
+  Wide n = 1;
+  for (const Span& s : b) n *= s.size();
+  return n;
+}
+
+bool contains(const Box& outer, const Box& inner) {
+  for (std::size_t r = 0; r < outer.size(); ++r)
+    if (inner[r].lo < outer[r].lo || inner[r].hi > outer[r].hi) return false;
+  return true;
+}
+
+// The volume of a union of non-empty boxes, slab by slab along one rank at a time.
+Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
+  if (boxes.empty()) return 0;
+  if (boxes.size() == 1) {
+    Wide n = 1;
+    for (std::size_t r = rank; r < boxes[0]->size(); ++r) n *= (*boxes[0])[r].size();
+    return n;
+  }
+  if (rank == boxes[0]->size()) return 1;
+  std::vector<std::int64_t> cuts;
+  for (const Box* b : boxes) cuts.push_back((*b)[rank].lo), cuts.push_back((*b)[rank].hi);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  Wide total = 0;
+  std::vector<const Box*> across;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    across.clear();
+    for (const Box* b : boxes)
+      if ((*b)[rank].lo <= cuts[i] && (*b)[rank].hi >= cuts[i + 1]) across.push_back(b);
+    total += Wide(cuts[i + 1] - cuts[i]) * union_from(across, rank + 1);
+  }
+  return total;
+}
+
+// The number of elements in a union of non-empty boxes (those inside another dropped).
+Wide union_size(const std::vector<const Box*>& boxes) {
+  if (boxes.size() == 1) return box_size(*boxes[0]);
+  std::vector<const Box*> kept;
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    bool inside = false;
+    for (std::size_t k = 0; k < boxes.size() && !inside; ++k)
+      inside = k != i && contains(*boxes[k], *boxes[i]) && (!contains(*boxes[i], *boxes[k]) || k < i);
+    if (!inside) kept.push_back(boxes[i]);
+  }
+  if (kept.size() > 64) throw NotClosed{"more than 64 distinct tiles of one tensor in one window"};
+  return union_from(kept, 0);
+}
+
+// The parts of one slot, in phases; throws NotClosed when readers and writers of the
+// tensor run at once (which element comes first then depends on the timestep).
+Slot slot_of(std::vector<Part> parts, const std::string& tensor) {
+  std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.from < b.from; });
+  Slot s;
+  s.parts = std::move(parts);
+  std::int64_t phase_to = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t i = 0; i < s.parts.size(); ++i) {
+    const Part& p = s.parts[i];
+    if (!s.phase_end.empty() && p.from < phase_to) {  // runs with the phase
+      if (p.write != s.phase_writes.back())
+        throw NotClosed{"leaves that read and write tensor '" + tensor + "' run at the same time"};
+      phase_to = std::max(phase_to, p.to);
+    } else if (!s.phase_end.empty() && p.write == s.phase_writes.back()) {
+      phase_to = std::max(phase_to, p.to);  // the same direction as the phase before: one phase
+    } else {
+      s.phase_end.push_back(i);
+      s.phase_writes.push_back(p.write);
+      phase_to = p.to;
+    }
+    s.phase_end.back() = i + 1;
+  }
+  return s;
+}
+
+// The window's tally of one slot from its parts' boxes (per part, the boxes it touches).
+WindowTally tally_of(const Slot& slot, const std::vector<std::vector<Box>>& boxes) {
+  std::vector<const Box*> seen, writes;
+  Wide fills = 0, before = 0;
+  std::size_t p = 0;
+  for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+    for (; p < slot.phase_end[phase]; ++p)
+      for (const Box& b : boxes[p]) {
+        seen.push_back(&b);
+        if (slot.parts[p].write) writes.push_back(&b);
+      }
+    const Wide upto = seen.empty() ? 0 : union_size(seen);
+    if (!slot.phase_writes[phase]) fills += upto - before;  // new to the window, read first
+    before = upto;
+  }
+  return {checked_add(0, before), checked_add(0, fills), writes.empty() ? 0 : checked_add(0, union_size(writes))};
+}
+
+// Digit boxes whose union is the lexicographic range [a, b] of digit vectors (a <= b),
+// each with some leading digits fixed, one in a range and the rest free.
+void split_range(const DigitBox& a, const DigitBox& b, const std::vector<TimeLevel>& levels,
+                 std::vector<DigitBox>& out) {
+  const std::size_t n = a.size();
+  std::size_t k = 0;
+  while (k < n && a[k].lo == b[k].lo) ++k;
+  DigitBox box(n);
+  // Levels before `fixed` as in `from`, level `fixed` in lo..hi (none if lo < 0), the
+  // rest free.
+  auto emit = [&](std::size_t fixed, const DigitBox& from, std::int64_t lo, std::int64_t hi) {
+    for (std::size_t l = 0; l < n; ++l)
+      box[l] = l < fixed ? from[l] : Digits{0, levels[l].count - 1};
+    if (lo >= 0) box[fixed] = {lo, hi};
+    out.push_back(box);
+  };
+  if (k == n) {
+    emit(n, a, -1, 0);
+    return;
+  }
+  // From a to the end of a's digit k: the levels after k at or above a's.
+  std::size_t z = n;
+  while (z > k + 1 && a[z - 1].lo == 0) --z;
+  emit(z, a, -1, 0);  // a's digits up to z, then anything (all zeros after: from a on)
+  for (std::size_t m = z; m-- > k + 1;)
+    if (a[m].lo + 1 <= levels[m].count - 1) emit(m, a, a[m].lo + 1, levels[m].count - 1);
+  if (a[k].lo + 1 <= b[k].lo - 1) emit(k, a, a[k].lo + 1, b[k].lo - 1);
+  // From the start of b's digit k to b.
+  z = n;
+  while (z > k + 1 && b[z - 1].lo == levels[z - 1].count - 1) --z;
+  emit(z, b, -1, 0);
+  for (std::size_t m = z; m-- > k + 1;)
+    if (b[m].lo >= 1) emit(m, b, 0, b[m].lo - 1);
+}
+
+// The boxes of a leaf's iterations at timesteps [clip.from, clip.to) (none if it has none).
+std::vector<DigitBox> iterations_in(const LeafSchedule& leaf, const TimeRange& clip) {
+  std::vector<DigitBox> out;
+  TimeOdometer o = leaf.odometer();
+  o.seek(clip.from);
+  if (o.done() || o.time() >= clip.to) return out;
+  const std::size_t n = leaf.time_levels.size();
+  DigitBox first(n), last(n);
+  for (std::size_t l = 0; l < n; ++l) first[l] = {o.digit(l), o.digit(l)};
+  o.seek(clip.to);
+  if (o.done()) {
+    for (std::size_t l = 0; l < n; ++l) last[l] = {leaf.time_levels[l].count - 1, leaf.time_levels[l].count - 1};
+  } else {  // the iteration just before the first at or after clip.to
+    for (std::size_t l = 0; l < n; ++l) last[l] = {o.digit(l), o.digit(l)};
+    std::size_t l = n;
+    while (l > 0 && last[l - 1].lo == 0) --l;
+    last[l - 1].lo -= 1;  // (l > 0: some iteration lies before clip.to)
+    for (std::size_t m = l; m < n; ++m) last[m].lo = leaf.time_levels[m].count - 1;
+    for (auto& d : last) d.hi = d.lo;
+  }
+  split_range(first, last, leaf.time_levels, out);
+  return out;
+}
+
+}  // namespace
+
+NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window) {
+  const StorageWindows& node = sched.storages[storage];
+  NodeTotals out;
+  out.slots.assign(tensors.size(), {});
+  out.peak = out.peak_bytes = {0, -1};
+
+  // The leaves below the node, and their parts of each tensor.
+  std::vector<const LeafSchedule*> leaves;
+  std::vector<std::vector<Part>> parts(tensors.size());
+  const std::int64_t node_first = node.starts().first_time();
+  for (const LeafSchedule& leaf : sched.leaves) {
+    if (std::find(leaf.storages.begin(), leaf.storages.end(), int(storage)) == leaf.storages.end()) continue;
+    if (!einsums.empty() && std::find(einsums.begin(), einsums.end(), leaf.einsum) == einsums.end()) continue;
+    std::int64_t from = leaf.odometer().first_time() - node_first, length = 1;
+    for (std::size_t l = node.time_levels.size(); l < leaf.time_levels.size(); ++l)
+      length += (leaf.time_levels[l].count - 1) * leaf.time_levels[l].period;
+    bool used = false;
+    for (const LeafTensor& lt : leaf.tensors)
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        if (std::uint32_t(lt.tensor) == tensors[k]) {
+          parts[k].push_back({leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, from, from + length});
+          used = true;
+        }
+    if (used) leaves.push_back(&leaf);
+  }
+  std::vector<Slot> slots;
+  for (std::size_t k = 0; k < tensors.size(); ++k)
+    slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+
+  if (!window_clip::any(node.duration, window)) return out;
+  TimeOdometer starts = node.starts();
+  window_clip::seek_first(starts, node.duration, window);
+  const std::size_t outer = node.time_levels.size();
+  const int inner = int(outer) - 1;
+  std::vector<LeafPoints> at(leaves.size());
+  std::vector<std::vector<Box>> boxes;
+  std::vector<WindowTally> tally(tensors.size());
+  auto record = [&](std::int64_t start, std::int64_t run) {
+    Wide sum = 0, sum_bytes = 0;
+    for (std::size_t k = 0; k < tally.size(); ++k) {
+      SlotTotals& t = out.slots[k];
+      t.windows = checked_add(t.windows, run);
+      t.fills = checked_add(t.fills, Wide(tally[k].fills) * run);
+      t.drains = checked_add(t.drains, Wide(tally[k].drains) * run);
+      t.max_tile = std::max(t.max_tile, tally[k].tile);
+      sum += tally[k].tile;
+      sum_bytes += Wide(tally[k].tile) * bytes_per_value[k];
+    }
+    const std::int64_t s = checked_add(0, sum), sb = checked_add(0, sum_bytes);
+    if (out.peak.timestep < 0 || s > out.peak.value) out.peak = {s, start};
+    if (out.peak_bytes.timestep < 0 || sb > out.peak_bytes.value) out.peak_bytes = {sb, start};
+  };
+  auto box_of = [&](const Part& part, const LeafPoints& w, Box& b) {
+    if (!image_of(*part.tensor, w, b))
+      throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name +
+                      "' in Einsum '" + leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
+  };
+
+  DigitBox digits;
+  while (window_clip::seen(starts, window)) {
+    const std::int64_t start = starts.time(), end = start + node.duration;
+    if (start < window.from || end > window.to) {  // cut by the traced window: its pieces
+      const TimeRange clip = window_clip::clipped(start, node.duration, window);
+      std::vector<std::vector<DigitBox>> pieces(leaves.size());
+      for (std::size_t i = 0; i < leaves.size(); ++i) pieces[i] = iterations_in(*leaves[i], clip);
+      for (std::size_t k = 0; k < slots.size(); ++k) {
+        boxes.assign(slots[k].parts.size(), {});
+        for (std::size_t p = 0; p < slots[k].parts.size(); ++p) {
+          const Part& part = slots[k].parts[p];
+          for (const DigitBox& d : pieces[part.leaf]) {
+            LeafPoints w;
+            leaf_points(*leaves[part.leaf], d, -1, w);
+            if (w.empty) continue;
+            box_of(part, w, boxes[p].emplace_back());
+          }
+        }
+        tally[k] = tally_of(slots[k], boxes);
+      }
+      record(clip.from, 1);
+      starts.advance();
+      continue;
+    }
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      digits.resize(leaves[i]->time_levels.size());
+      for (std::size_t l = 0; l < digits.size(); ++l)
+        digits[l] = l < outer ? Digits{starts.digit(l), starts.digit(l)} : Digits{0, leaves[i]->time_levels[l].count - 1};
+      leaf_points(*leaves[i], digits, inner, at[i]);
+    }
+    std::int64_t run = inner < 0 ? 1 : starts.innermost_remaining();
+    if (inner >= 0) run = std::min(run, (window.to - end) / node.time_levels.back().period + 1);
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      const Slot& slot = slots[k];
+      boxes.assign(slot.parts.size(), {});
+      Box first_delta;     // how the first non-empty box translates along the run
+      bool alike = true;   // every non-empty box translates by the same vector
+      std::size_t non_empty = 0;
+      for (std::size_t p = 0; p < slot.parts.size(); ++p) {
+        const Part& part = slot.parts[p];
+        const LeafPoints& w = at[part.leaf];
+        run = std::min(run, w.run);
+        if (w.empty) continue;
+        box_of(part, w, boxes[p].emplace_back());
+        Box delta(boxes[p].front().size());  // rank r moves by coefficient x step
+        for (std::size_t r = 0; r < delta.size(); ++r)
+          delta[r].lo = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
+        if (++non_empty == 1) first_delta = delta;
+        else alike = alike && delta == first_delta;
+      }
+      if (!alike) run = 1;
+      tally[k] = tally_of(slot, boxes);
+    }
+    run = std::max<std::int64_t>(run, 1);
+    record(start, run);
+    if (inner < 0) break;
+    starts.advance_innermost(run);
+  }
+  return out;
+}
+
+}  // namespace looptrace::movement_boxes

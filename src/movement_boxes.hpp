@@ -1,0 +1,57 @@
+// Data movement in closed form (SEMANTICS "Data movement"), without visiting accesses.
+// A window of Storage node S fixes the digits of the temporal loops above S; each leaf
+// below S then runs every iteration of the loops inside S, so the points it touches in
+// the window are a box (per rank variable, the tile the outer digits give, widened to
+// the union of its inner sub-tiles), and their image in a tensor is a box too when each
+// rank's projection of its variables has no gaps. A window's tile is the union of its
+// leaves' boxes, counted by inclusion-exclusion; its fills are the elements of reading
+// leaves not touched by an earlier leaf; its drains the union of the writers' boxes.
+// Windows are an odometer over the outer loops: along the innermost one, full-stride
+// tiles translate every box alike, so a run of them moves the same amounts and is
+// counted once. A window cut by the traced window (at most two per node) is the union
+// of a few boxes of iterations (some digits fixed, one in a range, the rest free).
+// Internal (not installed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/movement.hpp"
+#include "looptrace/options.hpp"
+#include "looptrace/record.hpp"
+#include "looptrace/schedule.hpp"
+
+namespace looptrace::movement_boxes {
+
+// A node whose tiles are not unions of boxes in time order (a strided image, a spatial
+// split of a variable that a later outer loop tiles again, readers and writers of one
+// tensor running at once): the caller enumerates it.
+struct NotClosed {
+  std::string reason;
+};
+
+// One window: its tile, fills and drains.
+struct WindowTally {
+  std::int64_t tile = 0, fills = 0, drains = 0;
+};
+
+// What one (node, tensor) moved over the seen windows.
+struct SlotTotals {
+  std::int64_t windows = 0, max_tile = 0, fills = 0, drains = 0;
+};
+
+struct NodeTotals {
+  std::vector<SlotTotals> slots;  // one per tensor asked for, in that order
+  FootprintPeak peak, peak_bytes;  // the largest sum of the node's tiles over one window
+};
+
+// The movement of `storage`'s windows seen by `window`, for `tensors` (Schedule::tensors
+// indices the node holds and the selection traces), counting only the leaves of
+// `einsums` (all if empty). `bytes_per_value` per tensor (0: none; the byte peak is
+// then meaningless). Throws NotClosed, or SpecError past 2^63 - 1.
+NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window);
+
+}  // namespace looptrace::movement_boxes
