@@ -89,6 +89,11 @@ measure() {
   local status note=
   if [ "$rc" = 0 ] && [ -s "$out" ]; then
     status=ok
+    # what the closed form handed to enumeration (JSON output only)
+    note=$("$PYTHON" -c 'import json, sys
+try: e = json.load(open(sys.argv[1])).get("enumerated", [])
+except ValueError: e = []
+print("; ".join("enumerated %s (%s)" % (x["level"], x["reason"]) for x in e))' "$out" 2>/dev/null)
   elif [ "$rc" = 0 ]; then
     status=FAIL; note="exit 0 but no output"
   elif [ "$rc" = 124 ] || { [ "$rc" = 137 ] && awk -v w="$wall" -v t="$timeout_s" 'BEGIN { exit !(w + 0 >= t) }'; }; then
