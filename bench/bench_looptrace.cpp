@@ -179,10 +179,14 @@ void BM_TileWindows_TiledGemm(benchmark::State& state) {
   report_rss(state);
 }
 
-// Accesses processed per second by `movement` (tiles, fills, drains, peaks of every level).
-void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to) {
+// Accesses processed per second by `movement --method enumerate` (tiles, fills, drains,
+// peaks of every level, visiting every access), and the closed form's time for the same.
+void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to,
+                  MovementMethod method = MovementMethod::enumerate) {
   TraceOptions o;
   o.to = to;
+  MovementOptions how;
+  how.method = method;
   const std::int64_t accesses = [&] {
     std::int64_t n = 0;
     for (const auto& t : summarize(s, o).traces) n += t.n_accesses;
@@ -190,7 +194,7 @@ void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to) {
   }();
   std::int64_t total = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(summarize_movement(s, o).levels.size());
+    benchmark::DoNotOptimize(summarize_movement(s, o, how).levels.size());
     total += accesses;
   }
   state.counters["accesses_per_s"] = benchmark::Counter(double(total), benchmark::Counter::kIsRate);
@@ -198,6 +202,13 @@ void run_movement(benchmark::State& state, const Schedule& s, std::int64_t to) {
 }
 void BM_Movement_TiledGemm(benchmark::State& state) { run_movement(state, gemm(), gemm().n_timesteps / 8); }
 void BM_Movement_HugeGemm(benchmark::State& state) { run_movement(state, huge(), 20'000'000); }
+// The closed form over the whole schedules (huge_gemm: 1.07e12 timesteps).
+void BM_MovementClosedForm_TiledGemm(benchmark::State& state) {
+  run_movement(state, gemm(), gemm().n_timesteps, MovementMethod::closed_form);
+}
+void BM_MovementClosedForm_HugeGemm(benchmark::State& state) {
+  run_movement(state, huge(), huge().n_timesteps, MovementMethod::closed_form);
+}
 
 // The DRAM transfer trace (requests between DRAM and GlobalBuffer), accesses processed per second.
 void run_transfers(benchmark::State& state, const Schedule& s, std::int64_t to) {
@@ -251,6 +262,8 @@ BENCHMARK(BM_Sample_Huge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TileWindows_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Movement_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Movement_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_MovementClosedForm_TiledGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MovementClosedForm_HugeGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Transfers_TiledGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Transfers_HugeGemm)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Summary_FusedMatmuls)->Unit(benchmark::kMillisecond);
