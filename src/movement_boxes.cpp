@@ -15,13 +15,6 @@ namespace {
 using Wide = __int128;
 constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 
-struct Span {
-  std::int64_t lo = 0, hi = 0;
-  bool empty() const { return hi <= lo; }
-  std::int64_t size() const { return hi > lo ? hi - lo : 0; }
-  bool operator==(const Span&) const = default;
-};
-using Box = boost::container::small_vector<Span, 6>;  // per tensor rank
 
 // Which iterations of each temporal loop of a leaf a box of its iterations takes: digits
 // lo..hi (all of them: the loop is free).
@@ -300,18 +293,16 @@ std::vector<DigitBox> iterations_in(const LeafSchedule& leaf, const TimeRange& c
   return out;
 }
 
-}  // namespace
-
-NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
-                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
-                            const TimeRange& window) {
-  const StorageWindows& node = sched.storages[storage];
-  NodeTotals out;
-  out.slots.assign(tensors.size(), {});
-  out.peak = out.peak_bytes = {0, -1};
-
-  // The leaves below the node, and their parts of each tensor.
+// The leaves below a node that access `tensors` (of `einsums`), and each tensor's slot.
+struct NodeParts {
   std::vector<const LeafSchedule*> leaves;
+  std::vector<Slot> slots;  // per tensor asked for
+};
+
+NodeParts parts_below(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                      const std::vector<std::string>& einsums) {
+  const StorageWindows& node = sched.storages[storage];
+  NodeParts out;
   std::vector<std::vector<Part>> parts(tensors.size());
   const std::int64_t node_first = node.starts().first_time();
   for (const LeafSchedule& leaf : sched.leaves) {
@@ -324,21 +315,70 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
     for (const LeafTensor& lt : leaf.tensors)
       for (std::size_t k = 0; k < tensors.size(); ++k)
         if (std::uint32_t(lt.tensor) == tensors[k]) {
-          parts[k].push_back({leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, from, from + length});
+          parts[k].push_back({out.leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, from, from + length});
           used = true;
         }
-    if (used) leaves.push_back(&leaf);
+    if (used) out.leaves.push_back(&leaf);
   }
-  std::vector<Slot> slots;
   for (std::size_t k = 0; k < tensors.size(); ++k)
-    slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+    out.slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+  return out;
+}
+
+void box_of(const Schedule& sched, const NodeParts& node, const Part& part, const LeafPoints& w, Box& b) {
+  if (!image_of(*part.tensor, w, b))
+    throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name + "' in Einsum '" +
+                    node.leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
+}
+
+// The iterations of each leaf in a whole window (outer digits from `starts`, inner
+// ones free), with runs along the node's innermost level `inner`.
+void whole_window(const NodeParts& node, std::size_t outer, int inner, const TimeOdometer& starts,
+                  std::vector<LeafPoints>& at) {
+  DigitBox digits;
+  at.resize(node.leaves.size());
+  for (std::size_t i = 0; i < node.leaves.size(); ++i) {
+    const LeafSchedule& leaf = *node.leaves[i];
+    digits.resize(leaf.time_levels.size());
+    for (std::size_t l = 0; l < digits.size(); ++l)
+      digits[l] = l < outer ? Digits{starts.digit(l), starts.digit(l)} : Digits{0, leaf.time_levels[l].count - 1};
+    leaf_points(leaf, digits, inner, at[i]);
+  }
+}
+
+// Per part of a slot, the boxes it touches in the piece `clip` of a window.
+void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& slot,
+                      const std::vector<std::vector<DigitBox>>& pieces, std::vector<std::vector<Box>>& boxes) {
+  boxes.assign(slot.parts.size(), {});
+  for (std::size_t p = 0; p < slot.parts.size(); ++p) {
+    const Part& part = slot.parts[p];
+    for (const DigitBox& d : pieces[part.leaf]) {
+      LeafPoints w;
+      leaf_points(*node.leaves[part.leaf], d, -1, w);
+      if (w.empty) continue;
+      box_of(sched, node, part, w, boxes[p].emplace_back());
+    }
+  }
+}
+
+}  // namespace
+
+NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window) {
+  const StorageWindows& node = sched.storages[storage];
+  NodeTotals out;
+  out.slots.assign(tensors.size(), {});
+  out.peak = out.peak_bytes = {0, -1};
+  const NodeParts parts = parts_below(sched, storage, tensors, einsums);
+  const auto& slots = parts.slots;
 
   if (!window_clip::any(node.duration, window)) return out;
   TimeOdometer starts = node.starts();
   window_clip::seek_first(starts, node.duration, window);
   const std::size_t outer = node.time_levels.size();
   const int inner = int(outer) - 1;
-  std::vector<LeafPoints> at(leaves.size());
+  std::vector<LeafPoints> at;
   std::vector<std::vector<Box>> boxes;
   std::vector<WindowTally> tally(tensors.size());
   auto record = [&](std::int64_t start, std::int64_t run) {
@@ -356,42 +396,22 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
     if (out.peak.timestep < 0 || s > out.peak.value) out.peak = {s, start};
     if (out.peak_bytes.timestep < 0 || sb > out.peak_bytes.value) out.peak_bytes = {sb, start};
   };
-  auto box_of = [&](const Part& part, const LeafPoints& w, Box& b) {
-    if (!image_of(*part.tensor, w, b))
-      throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name +
-                      "' in Einsum '" + leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
-  };
 
-  DigitBox digits;
   while (window_clip::seen(starts, window)) {
     const std::int64_t start = starts.time(), end = start + node.duration;
     if (start < window.from || end > window.to) {  // cut by the traced window: its pieces
       const TimeRange clip = window_clip::clipped(start, node.duration, window);
-      std::vector<std::vector<DigitBox>> pieces(leaves.size());
-      for (std::size_t i = 0; i < leaves.size(); ++i) pieces[i] = iterations_in(*leaves[i], clip);
+      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
+      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], clip);
       for (std::size_t k = 0; k < slots.size(); ++k) {
-        boxes.assign(slots[k].parts.size(), {});
-        for (std::size_t p = 0; p < slots[k].parts.size(); ++p) {
-          const Part& part = slots[k].parts[p];
-          for (const DigitBox& d : pieces[part.leaf]) {
-            LeafPoints w;
-            leaf_points(*leaves[part.leaf], d, -1, w);
-            if (w.empty) continue;
-            box_of(part, w, boxes[p].emplace_back());
-          }
-        }
+        cut_window_boxes(sched, parts, slots[k], pieces, boxes);
         tally[k] = tally_of(slots[k], boxes);
       }
       record(clip.from, 1);
       starts.advance();
       continue;
     }
-    for (std::size_t i = 0; i < leaves.size(); ++i) {
-      digits.resize(leaves[i]->time_levels.size());
-      for (std::size_t l = 0; l < digits.size(); ++l)
-        digits[l] = l < outer ? Digits{starts.digit(l), starts.digit(l)} : Digits{0, leaves[i]->time_levels[l].count - 1};
-      leaf_points(*leaves[i], digits, inner, at[i]);
-    }
+    whole_window(parts, outer, inner, starts, at);
     std::int64_t run = inner < 0 ? 1 : starts.innermost_remaining();
     if (inner >= 0) run = std::min(run, (window.to - end) / node.time_levels.back().period + 1);
     for (std::size_t k = 0; k < slots.size(); ++k) {
@@ -405,7 +425,7 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
         const LeafPoints& w = at[part.leaf];
         run = std::min(run, w.run);
         if (w.empty) continue;
-        box_of(part, w, boxes[p].emplace_back());
+        box_of(sched, parts, part, w, boxes[p].emplace_back());
         Box delta(boxes[p].front().size());  // rank r moves by coefficient x step
         for (std::size_t r = 0; r < delta.size(); ++r)
           delta[r].lo = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
@@ -421,6 +441,106 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
     starts.advance_innermost(run);
   }
   return out;
+}
+
+struct SlotWindows::Impl {
+  const Schedule* sched;
+  const StorageWindows* node;
+  NodeParts parts;
+  TimeRange clip;
+  TimeOdometer starts;
+  bool done = false;
+  TimeRange window;
+  std::vector<Box> fills, drains;
+  std::vector<LeafPoints> at;
+  std::vector<std::vector<Box>> boxes;
+
+  void load() {
+    done = !window_clip::seen(starts, clip);
+    if (done) return;
+    const std::int64_t start = starts.time();
+    window = window_clip::clipped(start, node->duration, clip);
+    const Slot& slot = parts.slots.front();
+    if (window.from == start && window.to == start + node->duration) {
+      whole_window(parts, node->time_levels.size(), -1, starts, at);
+      boxes.assign(slot.parts.size(), {});
+      for (std::size_t p = 0; p < slot.parts.size(); ++p)
+        if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p].emplace_back());
+    } else {
+      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
+      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], window);
+      cut_window_boxes(*sched, parts, slot, pieces, boxes);
+    }
+    fills.clear(), drains.clear();
+    for (std::size_t p = 0; p < slot.parts.size(); ++p)
+      for (const Box& b : boxes[p]) (slot.parts[p].write ? drains : fills).push_back(b);
+  }
+};
+
+SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint32_t tensor,
+                         const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.sched = &sched;
+  m.node = &sched.storages[storage];
+  m.parts = parts_below(sched, storage, {tensor}, einsums);
+  // Reads first, then writes: fills are what is read. A write first makes them a difference.
+  const auto& phases = m.parts.slots.front().phase_writes;
+  if (phases.size() > 2 || (phases.size() == 2 && phases[0]))
+    throw NotClosed{"tensor '" + sched.tensors[tensor].name +
+                    "' is written, then read, in one window: its fills are not a union of boxes"};
+  // Transfers stream: a window found not to be a box half-way would be too late to
+  // enumerate instead, so what could fail in some window is refused here.
+  for (const Part& part : m.parts.slots.front().parts) {
+    const LeafSchedule& leaf = *m.parts.leaves[part.leaf];
+    std::vector<int> ranks_of(leaf.variables.size(), 0);
+    for (std::size_t r = 0; r < part.tensor->coefficients.size(); ++r) {
+      int terms = 0;
+      bool unit = true;
+      for (std::size_t v = 0; v < leaf.variables.size(); ++v)
+        if (const std::int64_t c = part.tensor->coefficients[r][v]; c != 0) {
+          ++terms, ++ranks_of[v];
+          unit = unit && (c == 1 || c == -1);
+        }
+      if (!unit)
+        throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read with a strided index in Einsum '" +
+                        leaf.einsum + "'"};
+    }
+    for (std::size_t v = 0; v < ranks_of.size(); ++v)
+      if (ranks_of[v] > 1)
+        throw NotClosed{"rank variable '" + leaf.variables[v] + "' indexes two ranks of tensor '" +
+                        sched.tensors[tensor].name + "' in Einsum '" + leaf.einsum + "'"};
+    std::vector<bool> split(leaf.variables.size(), false);
+    for (const LoopLevel& l : leaf.loops) {
+      if (l.variable < 0) continue;
+      if (l.spatial && l.count > 1) split[std::size_t(l.variable)] = true;
+      else if (!l.spatial && split[std::size_t(l.variable)])
+        throw NotClosed{"a !Spatial loop over '" + leaf.variables[std::size_t(l.variable)] +
+                        "' is tiled again by a !Temporal loop inside it"};
+    }
+  }
+  m.clip = clip;
+  m.starts = m.node->starts();
+  if (!window_clip::any(m.node->duration, clip)) {
+    m.done = true;
+    return;
+  }
+  // The first window that ends at or after `from` (its drains are at its end).
+  m.starts.seek(std::max(clip.from, from) - m.node->duration);
+  m.load();
+}
+
+SlotWindows::SlotWindows(SlotWindows&&) noexcept = default;
+SlotWindows& SlotWindows::operator=(SlotWindows&&) noexcept = default;
+SlotWindows::~SlotWindows() = default;
+
+bool SlotWindows::done() const { return impl_->done; }
+const TimeRange& SlotWindows::window() const { return impl_->window; }
+const std::vector<Box>& SlotWindows::fills() const { return impl_->fills; }
+const std::vector<Box>& SlotWindows::drains() const { return impl_->drains; }
+void SlotWindows::next() {
+  impl_->starts.advance();
+  impl_->load();
 }
 
 }  // namespace looptrace::movement_boxes

@@ -13,7 +13,9 @@
 // Internal (not installed).
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,15 @@ namespace looptrace::movement_boxes {
 struct NotClosed {
   std::string reason;
 };
+
+// A half-open range of coordinates, and a box of a tensor's elements (one per rank).
+struct Span {
+  std::int64_t lo = 0, hi = 0;
+  bool empty() const { return hi <= lo; }
+  std::int64_t size() const { return hi > lo ? hi - lo : 0; }
+  bool operator==(const Span&) const = default;
+};
+using Box = boost::container::small_vector<Span, 6>;
 
 // One window: its tile, fills and drains.
 struct WindowTally {
@@ -53,5 +64,30 @@ struct NodeTotals {
 NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
                             const TimeRange& window);
+
+// The windows of one (Storage node, tensor) in time order, each with the elements it
+// fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
+// the set), for transfer traces. Windows are clipped to `clip`; `from` skips the
+// windows that end before it. Throws NotClosed where a set is not a union of boxes
+// (a tile that is not a box, or a tensor written and then read within one window:
+// its fills are a difference).
+class SlotWindows {
+ public:
+  SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
+              const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from);
+  SlotWindows(SlotWindows&&) noexcept;
+  SlotWindows& operator=(SlotWindows&&) noexcept;
+  ~SlotWindows();
+
+  bool done() const;
+  const TimeRange& window() const;  // the current window, clipped
+  const std::vector<Box>& fills() const;
+  const std::vector<Box>& drains() const;
+  void next();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace looptrace::movement_boxes

@@ -159,3 +159,68 @@ TEST_CASE("transfers: the simulators' formats") {
     CHECK(std::regex_match(m.substr(at, nl - at), ram_line));
   CHECK(th::contains(th::spec_error([&] { render("csv", 1); }).message(), "dramsim3"));
 }
+
+TEST_CASE("transfers: the boxes and the enumeration give the same requests") {
+  for (const auto& files : std::vector<std::vector<std::string>>{
+           {"conv1d.workload.yaml", "conv1d.mapping.yaml"},
+           {"conv2d.workload.yaml", "conv2d.mapping.yaml"},
+           {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
+           {"matmuls.yaml", "matmul_imperfect.mapping.yaml"},
+           {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"}}) {
+    CAPTURE(files[1]);
+    const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
+                                                  {"KN", std::int64_t(4)}});
+    for (const std::string& lv : s.memory_levels) {
+      if (children_of(s, lv, {}).empty()) continue;
+      CAPTURE(lv);
+      for (int variant = 0; variant < 3; ++variant) {
+        TraceOptions o;
+        if (variant == 1) o.max_timesteps = s.n_timesteps / 2 + 1;  // windows cut at the prefix
+        if (variant == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+        CAPTURE(variant);
+        TransferOptions boxes = level(lv, 4), enumerated = boxes;
+        enumerated.enumerate = true;
+        auto stage = transfer_pipeline(s, o, boxes);
+        CHECK(stage.closed_form());
+        const auto got = requests(s, o, boxes);
+        CHECK(got == requests(s, o, enumerated));
+        if (variant == 0) CHECK(!got.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("transfers: a tensor of 10^10 elements streams from its first line") {
+  // A[m, n] at 100000 x 100000: one GlobalBuffer window holds 1000 rows. The first
+  // requests are A's first lines, at once; no memory follows the tensor.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 100000, n: 0 <= n < 100000}
+  einsums: ["Z[m] = A[m, n]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 1000}
+  - !Storage {component: GlobalBuffer, tensors: [A, Z]}
+  - !Temporal {rank_variable: n, tile_shape: 100}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: Z}
+)");
+  CHECK(s.tensors[0].size == 10'000'000'000);
+  auto stage = transfer_pipeline(s, {}, level("DRAM"));
+  REQUIRE(stage.closed_form());
+  const auto first = stage.next_batch();
+  REQUIRE(first.size() == 4096);  // one batch
+  for (std::size_t i = 0; i < first.size(); ++i) CHECK(first[i] == TransferRequest{0, 64 * i, false, 1, 0});
+  // The rest of the first window's reads: 10^8 elements of A, 1,562,500 lines.
+  std::int64_t reads = std::int64_t(first.size());
+  for (auto b = stage.next_batch(1'000'000); !b.empty(); b = stage.next_batch(1'000'000))
+    for (const auto& r : b) reads += r.timestep == 0 && !r.write;
+  CHECK(reads == 100'000'000 / 64);  // 10^8 bytes from 0: lines 0 .. 1562499
+  // At the window's end Z's first 1000 elements drain (Z lies after A, at the next
+  // 4096-byte boundary), before the next window's reads of A from row 1000.
+  auto b = stage.next_batch();
+  REQUIRE(!b.empty());
+  const std::uint64_t z = (10'000'000'000ull + 4095) / 4096 * 4096;
+  CHECK(b.front() == TransferRequest{1'000'000, z, true, 1, 1});
+}

@@ -18,6 +18,7 @@ struct TransferArgs {
   std::string format = "jsonl";
   TransferOptions options;
   std::int64_t cycles_per_timestep = 1;
+  std::string method = "closed-form";
 };
 }  // namespace
 
@@ -40,7 +41,12 @@ void add_transfers_command(CLI::App& app) {
   cmd->add_option("--cycles-per-timestep", t->cycles_per_timestep, "dramsim3: a request at timestep t is at cycle t * C")
       ->capture_default_str()
       ->check(whole_number(1, std::int64_t(1) << 20));
+  cmd->add_option("--method", t->method,
+                  "closed-form (write each child tile's lines as boxes) or enumerate (follow every access: the check)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"closed-form", "enumerate"}));
   cmd->callback([args, t] {
+    t->options.enumerate = t->method == "enumerate";
     Schedule schedule = args->load();
     if (t->options.level.empty()) {
       std::string levels;
@@ -52,6 +58,9 @@ void add_transfers_command(CLI::App& app) {
     if (t->options.align % t->options.line_bytes != 0)
       std::cerr << "looptrace: warning: --align " << t->options.align << " is not a multiple of --line-bytes "
                 << t->options.line_bytes << ": the end of one tensor and the start of the next may share a line\n";
+    if (!requests.closed_form() && !t->options.enumerate)
+      std::cerr << "looptrace: note: the transfers of " << printable(t->options.level)
+                << " follow every access (slow on large layers): " << printable(requests.enumerated_because()) << "\n";
     OutputBuffer out(STDOUT_FILENO);
     auto sink = make_transfer_sink(t->format, schedule, t->options.level, t->cycles_per_timestep, out);
     std::int64_t written = 0;

@@ -25,11 +25,17 @@ class JsonlTransfers final : public TransferSink {
   void write(std::span<const TransferRequest> requests) override {
     for (const TransferRequest& r : requests) {
       const std::string &child = child_[r.child], &tensor = tensor_[r.tensor];
+      if (r.timestep != prefix_t_ || r.write != prefix_write_) {  // runs of lines share it
+        char* q = prefix_;
+        std::memcpy(q, "{\"t\": ", 6), q += 6;
+        q = write_int(q, r.timestep);
+        const std::string_view op = r.write ? ", \"op\": \"write\", \"address\": " : ", \"op\": \"read\", \"address\": ";
+        std::memcpy(q, op.data(), op.size()), q += op.size();
+        prefix_size_ = std::size_t(q - prefix_);
+        prefix_t_ = r.timestep, prefix_write_ = r.write;
+      }
       char* p = out_.reserve(96 + child.size() + tensor.size());
-      std::memcpy(p, "{\"t\": ", 6), p += 6;
-      p = write_int(p, r.timestep);
-      const std::string_view op = r.write ? ", \"op\": \"write\", \"address\": " : ", \"op\": \"read\", \"address\": ";
-      std::memcpy(p, op.data(), op.size()), p += op.size();
+      std::memcpy(p, prefix_, prefix_size_), p += prefix_size_;
       p = write_int(p, std::int64_t(r.address));
       std::memcpy(p, child.data(), child.size()), p += child.size();
       std::memcpy(p, tensor.data(), tensor.size()), p += tensor.size();
@@ -41,6 +47,10 @@ class JsonlTransfers final : public TransferSink {
   const Schedule& schedule_;
   OutputBuffer& out_;
   std::vector<std::string> child_, tensor_;  // per storage node, per tensor
+  char prefix_[64];  // '{"t": T, "op": "...", "address": ' of the last request
+  std::size_t prefix_size_ = 0;
+  std::int64_t prefix_t_ = -1;
+  bool prefix_write_ = false;
 };
 
 class Dramsim3Transfers final : public TransferSink {

@@ -233,7 +233,15 @@ def check_transfers(lt, files, m, level, kw, label, with_bytes):
     got = [json.loads(l) for l in out.splitlines()]
     want = m.transfers(level, with_bytes=with_bytes, **transfer_kw(kw))
     tag = f"[transfers {level} {label} {' '.join(transfer_args([], level, kw)[:-2])}]"
-    return [f"{tag} {e}" for e in diff_requests(got, want)], out
+    errs = [f"{tag} {e}" for e in diff_requests(got, want)]
+    # The closed form (the default) and the enumeration write the same bytes.
+    enumerated = lt_run(lt, ["transfers", "--method", "enumerate", *transfer_args(files, level, kw)])
+    if enumerated != out:
+        a, b = out.splitlines(), enumerated.splitlines()
+        i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        errs.append(f"{tag} --method enumerate differs: {len(b)} lines against {len(a)}; first at line {i + 1}: "
+                    f"{b[i] if i < len(b) else None} vs {a[i] if i < len(a) else None}")
+    return errs, out
 
 
 def check_shards(lt, files, level, kw, k, whole):

@@ -17,44 +17,17 @@
 #include <queue>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "looptrace/error.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
+#include "looptrace/stages/transfer_boxes.hpp"
+#include "looptrace/stages/transfer_request.hpp"
 #include "looptrace/stages/window_traffic.hpp"
 
 namespace looptrace {
-
-struct TransferRequest {
-  std::int64_t timestep;
-  std::uint64_t address;  // of the line
-  bool write;             // a drain written to L (else a fill read from L)
-  std::uint32_t child;    // the child Storage node (Schedule::storages)
-  std::uint32_t tensor;   // Schedule::tensors
-
-  friend bool operator==(const TransferRequest&, const TransferRequest&) = default;
-};
-
-struct TransferOptions {
-  std::string level;                // L
-  std::uint64_t line_bytes = 64;
-  std::uint64_t align = 4096;
-  TimeRange report{0, kEndOfTime};  // requests outside are dropped (the windows run whole)
-  bool report_end = true;           // also keep requests at report.to: the trace ends there
-};
-
-// Refuses (SpecError) a line size or an alignment that is not a power of two.
-void check_transfer_options(const TransferOptions& options);
-
-// Where each traced tensor lies: in `order`, each starting at the next multiple of
-// `align` (a power of two: check_transfer_options); element e at base + e * bytes_per_value (1 byte without bits_per_value).
-struct AddressMap {
-  std::vector<std::uint64_t> base;   // per Schedule::tensors
-  std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
-
-  static AddressMap make(const Schedule& schedule, const std::vector<std::string>& order, std::uint64_t align);
-};
 
 // The children of L: every Storage node that has, for a tensor, its parent at L.
 std::vector<std::uint32_t> children_of(const Schedule& schedule, const std::string& level,
@@ -199,10 +172,40 @@ inline TransfersAdaptor transfers(TransferOptions options) {
   return a;
 }
 
+// A transfer trace from either engine: the boxes (BoxTransfers) or the accesses
+// (`Enumerating`, a Transfers stage over a trace pipeline); the requests are the same.
+template <class Enumerating>
+class TransferStream : public Stage<TransferStream<Enumerating>, TransferRequest> {
+ public:
+  explicit TransferStream(BoxTransfers boxes) : engine_(std::move(boxes)) {}
+  TransferStream(Enumerating e, std::string why) : engine_(std::move(e)), why_(std::move(why)) {}
+
+  std::span<const TransferRequest> next_batch(std::int64_t until = kEndOfTime) {
+    return std::visit([&](auto& e) { return e.next_batch(until); }, engine_);
+  }
+  std::int64_t next_timestep() const {
+    return std::visit([](const auto& e) { return e.next_timestep(); }, engine_);
+  }
+  const StreamContext& context() const {
+    return std::visit([](const auto& e) -> const StreamContext& { return e.context(); }, engine_);
+  }
+  const AddressMap& addresses() const {
+    return std::visit([](const auto& e) -> const AddressMap& { return e.addresses(); }, engine_);
+  }
+  bool closed_form() const { return engine_.index() == 0; }
+  // Why the accesses are followed: what the boxes could not give (empty when asked to).
+  const std::string& enumerated_because() const { return why_; }
+
+ private:
+  std::variant<BoxTransfers, Enumerating> engine_;
+  std::string why_;
+};
+
 // The requests between `options.level` and its children over the selection of `o`:
 // --max-timesteps cuts the trace itself, while --from/--to and --shard keep the
-// requests of the whole run that fall in that window (so shards concatenate). Throws
-// SpecError for a sampled selection or a level with no Storage node.
+// requests of the whole run that fall in that window (so shards concatenate). From
+// the children's tiles as boxes, unless `options.enumerate` or a tile is not one.
+// Throws SpecError for a sampled selection or a level with no Storage node.
 inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, TransferOptions options) {
   check_transfer_options(options);
   if (o.sample_timesteps)
@@ -217,11 +220,15 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   const TimeRange run = transfer_trace_window(s, children, options.report);
   whole.shard.reset();
   whole.from = run.from, whole.to = run.to;
+  using Enumerating = decltype(trace_pipeline(s, whole) | std::declval<TransfersAdaptor>());
+  std::string why;
+  if (!options.enumerate)
+    if (auto boxes = BoxTransfers::make(s, o, options, &why)) return TransferStream<Enumerating>(std::move(*boxes));
   TransfersAdaptor a = transfers(std::move(options));
   a.given_children = true;
   a.children = children;
   a.tensors = o.tensors;
-  return trace_pipeline(s, whole) | a;
+  return TransferStream<Enumerating>(trace_pipeline(s, whole) | a, std::move(why));
 }
 
 }  // namespace looptrace

@@ -1,0 +1,46 @@
+// What a transfer trace is made of: requests (a line read from or written to a level,
+// at a timestep, for a child node and tensor), the options that shape them, and where
+// each tensor lies in memory. Shared by both engines (transfers.hpp, transfer_boxes.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/record.hpp"
+#include "looptrace/schedule.hpp"
+
+namespace looptrace {
+
+struct TransferRequest {
+  std::int64_t timestep;
+  std::uint64_t address;  // of the line
+  bool write;             // a drain written to L (else a fill read from L)
+  std::uint32_t child;    // the child Storage node (Schedule::storages)
+  std::uint32_t tensor;   // Schedule::tensors
+
+  friend bool operator==(const TransferRequest&, const TransferRequest&) = default;
+};
+
+struct TransferOptions {
+  std::string level;                // L
+  std::uint64_t line_bytes = 64;
+  std::uint64_t align = 4096;
+  TimeRange report{0, kEndOfTime};  // requests outside are dropped (the windows run whole)
+  bool report_end = true;           // also keep requests at report.to: the trace ends there
+  bool enumerate = false;           // transfer_pipeline: follow the accesses (the check), not boxes
+};
+
+// Refuses (SpecError) a line size or an alignment that is not a power of two.
+void check_transfer_options(const TransferOptions& options);
+
+// Where each traced tensor lies: in `order`, each starting at the next multiple of
+// `align` (a power of two: check_transfer_options); element e at base + e * bytes_per_value (1 byte without bits_per_value).
+struct AddressMap {
+  std::vector<std::uint64_t> base;   // per Schedule::tensors
+  std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
+
+  static AddressMap make(const Schedule& schedule, const std::vector<std::string>& order, std::uint64_t align);
+};
+
+}  // namespace looptrace
