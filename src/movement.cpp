@@ -178,12 +178,49 @@ bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
   return a.duration > 0 && b.duration > 0 && x.from < y.to && y.from < x.to;
 }
 
+// Stretches of a level's nodes: more are enumerated instead (memory follows them).
+constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 22;
+
+// The largest sum over time of what the stretches hold, first reached where.
+FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool bytes) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> changes;  // (time, delta): ends sort first
+  for (const auto& h : held) {
+    const std::int64_t v = bytes ? h.bytes : h.elements;
+    changes.push_back({h.from, v});
+    changes.push_back({h.to, -v});
+  }
+  std::sort(changes.begin(), changes.end());
+  FootprintPeak peak{0, -1};
+  __int128 sum = 0;
+  for (std::size_t i = 0; i < changes.size();) {
+    const std::int64_t t = changes[i].first;
+    for (; i < changes.size() && changes[i].first == t; ++i) sum += changes[i].second;
+    if (i < changes.size() || sum > 0)  // (after the last change nothing is held)
+      if (peak.timestep < 0 || sum > peak.value) peak = {std::int64_t(sum), t};
+  }
+  return peak;
+}
+
 // One level in closed form from its nodes' windows; throws NotClosed.
 void closed_form_level(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, const Layout& layout,
                        std::size_t l, const TimeRange& window, MovementReport& report) {
   LevelMovement& level = report.levels[l];
   FootprintPeak peak{0, -1}, peak_bytes{0, -1};
   std::vector<std::size_t> nodes;
+  // Whether the level's nodes hold tiles at once (a node inside another, a !Pipeline):
+  // then its footprint is a sum over time of what each holds.
+  std::vector<std::uint32_t> level_nodes;
+  for (std::size_t n = 0; n < s.storages.size(); ++n)
+    for (int k : plan.slots_of_storage[n])
+      if (std::size_t(layout.level_of_slot[std::size_t(k)]) == l) {
+        level_nodes.push_back(std::uint32_t(n));
+        break;
+      }
+  bool at_once = false;
+  for (std::size_t i = 0; i < level_nodes.size(); ++i)
+    for (std::size_t k = i + 1; k < level_nodes.size(); ++k)
+      at_once = at_once || hold_at_once(s.storages[level_nodes[i]], s.storages[level_nodes[k]]);
+  std::vector<movement_boxes::HeldSpan> held;
   for (std::size_t n = 0; n < s.storages.size(); ++n) {
     std::vector<int> ks;
     for (int k : plan.slots_of_storage[n])
@@ -196,7 +233,8 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
       bytes.push_back(level.tensors[std::size_t(layout.entry_of_slot[std::size_t(k)])].bytes_per_value.value_or(0));
     }
     const movement_boxes::NodeTotals totals =
-        movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window);
+        movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window,
+                                         at_once ? &held : nullptr, kMaxHeldSpans);
     for (std::size_t i = 0; i < ks.size(); ++i) {
       TensorMovement& m = level.tensors[std::size_t(layout.entry_of_slot[std::size_t(ks[i])])];
       const movement_boxes::SlotTotals& t = totals.slots[i];
@@ -209,11 +247,7 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
     keep_larger(peak_bytes, totals.peak_bytes);
     nodes.push_back(n);
   }
-  // The level's footprint at a time is one node's: their windows must not overlap.
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    for (std::size_t k = i + 1; k < nodes.size(); ++k)
-      if (hold_at_once(s.storages[nodes[i]], s.storages[nodes[k]]))
-        throw movement_boxes::NotClosed{"Storage nodes of the level hold tiles at the same time"};
+  if (at_once) peak = peak_of(held, false), peak_bytes = peak_of(held, true);
   level.peak_footprint = peak;
   if (has_bytes(level)) level.peak_footprint_bytes = peak_bytes;
 }

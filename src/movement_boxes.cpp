@@ -20,6 +20,7 @@ constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 // lo..hi (all of them: the loop is free).
 struct Digits {
   std::int64_t lo, hi;
+  bool operator==(const Digits&) const = default;
 };
 using DigitBox = boost::container::small_vector<Digits, 8>;  // per leaf time level
 
@@ -49,6 +50,11 @@ struct Slot {
   std::vector<Part> parts;
   std::vector<std::size_t> phase_end;  // per phase: one past its last part
   std::vector<bool> phase_writes;
+  // Temporal loops inside the node that every part runs under (their time levels
+  // follow the node's): the phases repeat per iteration of them. When some are and
+  // the parts both read and write, fills are counted iteration by iteration.
+  std::size_t shared = 0;
+  bool interleaved() const { return shared > 0 && phase_end.size() > 1; }
 };
 
 std::int64_t checked_add(std::int64_t a, Wide b) {
@@ -302,26 +308,45 @@ struct NodeParts {
 NodeParts parts_below(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                       const std::vector<std::string>& einsums) {
   const StorageWindows& node = sched.storages[storage];
+  const std::size_t outer = node.time_levels.size();
   NodeParts out;
   std::vector<std::vector<Part>> parts(tensors.size());
   const std::int64_t node_first = node.starts().first_time();
   for (const LeafSchedule& leaf : sched.leaves) {
     if (std::find(leaf.storages.begin(), leaf.storages.end(), int(storage)) == leaf.storages.end()) continue;
     if (!einsums.empty() && std::find(einsums.begin(), einsums.end(), leaf.einsum) == einsums.end()) continue;
-    std::int64_t from = leaf.odometer().first_time() - node_first, length = 1;
-    for (std::size_t l = node.time_levels.size(); l < leaf.time_levels.size(); ++l)
-      length += (leaf.time_levels[l].count - 1) * leaf.time_levels[l].period;
     bool used = false;
     for (const LeafTensor& lt : leaf.tensors)
       for (std::size_t k = 0; k < tensors.size(); ++k)
         if (std::uint32_t(lt.tensor) == tensors[k]) {
-          parts[k].push_back({out.leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, from, from + length});
+          parts[k].push_back({out.leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, 0, 0});
           used = true;
         }
     if (used) out.leaves.push_back(&leaf);
   }
-  for (std::size_t k = 0; k < tensors.size(); ++k)
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    // The loops inside the node over every part, then each part's span in one
+    // iteration of them (its order among the others').
+    std::size_t shared = std::numeric_limits<std::size_t>::max();
+    const auto& first = parts[k].empty() ? std::vector<std::uint32_t>{} : out.leaves[parts[k][0].leaf]->loop_ids;
+    for (const Part& p : parts[k]) {
+      const auto& ids = out.leaves[p.leaf]->loop_ids;
+      std::size_t n = 0;
+      while (outer + n < ids.size() && outer + n < first.size() && ids[outer + n] == first[outer + n]) ++n;
+      shared = std::min(shared, n);
+    }
+    if (parts[k].empty()) shared = 0;
+    for (Part& p : parts[k]) {
+      const LeafSchedule& leaf = *out.leaves[p.leaf];
+      std::int64_t length = 1;
+      for (std::size_t l = outer + shared; l < leaf.time_levels.size(); ++l)
+        length += (leaf.time_levels[l].count - 1) * leaf.time_levels[l].period;
+      p.from = leaf.odometer().first_time() - node_first;
+      p.to = p.from + length;
+    }
     out.slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+    out.slots.back().shared = shared;
+  }
   return out;
 }
 
@@ -330,6 +355,69 @@ void box_of(const Schedule& sched, const NodeParts& node, const Part& part, cons
     throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name + "' in Einsum '" +
                     node.leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
 }
+
+// The fills of an interleaved slot over one whole window (outer digits from
+// `starts`): iteration q of the shared loops adds the elements its reading phases
+// touch that neither an earlier iteration nor an earlier phase of q touched. What
+// earlier iterations touched is the union of boxes over a prefix of q's digits.
+Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot& slot, std::size_t outer,
+                       const TimeOdometer& starts, std::int64_t& budget) {
+  const LeafSchedule& some = *node.leaves[slot.parts.front().leaf];
+  const std::vector<TimeLevel> shared(some.time_levels.begin() + std::ptrdiff_t(outer),
+                                      some.time_levels.begin() + std::ptrdiff_t(outer + slot.shared));
+  DigitBox q(shared.size(), Digits{0, 0}), zero = q;
+  std::vector<DigitBox> earlier;
+  std::vector<Box> boxes;
+  boxes.reserve(slot.parts.size() * (2 * shared.size() + 2));
+  Wide fills = 0;
+  // The box of part p's iterations with the shared digits in `d`, the outer ones fixed, the rest free.
+  auto add = [&](const Part& p, const DigitBox& d) {
+    const LeafSchedule& leaf = *node.leaves[p.leaf];
+    DigitBox digits(leaf.time_levels.size());
+    for (std::size_t l = 0; l < digits.size(); ++l)
+      digits[l] = l < outer                    ? Digits{starts.digit(l), starts.digit(l)}
+                  : l < outer + shared.size() ? d[l - outer]
+                                               : Digits{0, leaf.time_levels[l].count - 1};
+    LeafPoints w;
+    leaf_points(leaf, digits, -1, w);
+    if (!w.empty) box_of(sched, node, p, w, boxes.emplace_back());
+  };
+  for (;;) {
+    if (--budget < 0) throw NotClosed{"the loops shared by a writer and a reader run more than 2^20 iterations"};
+    boxes.clear();
+    earlier.clear();
+    if (q != zero) {  // every iteration before q
+      DigitBox last = q;
+      std::size_t l = last.size();
+      while (last[l - 1].lo == 0) --l;
+      last[l - 1].lo -= 1;
+      for (std::size_t m = l; m < last.size(); ++m) last[m].lo = shared[m].count - 1;
+      for (auto& d : last) d.hi = d.lo;
+      split_range(zero, last, shared, earlier);
+    }
+    for (const Part& p : slot.parts)
+      for (const DigitBox& d : earlier) add(p, d);
+    const std::size_t seen = boxes.size();
+    auto size_of = [&](std::size_t n) -> Wide {
+      std::vector<const Box*> u;
+      for (std::size_t i = 0; i < n; ++i) u.push_back(&boxes[i]);
+      return u.empty() ? 0 : union_size(u);
+    };
+    Wide before = size_of(seen);
+    std::size_t p = 0;
+    for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+      for (; p < slot.phase_end[phase]; ++p) add(slot.parts[p], q);
+      const Wide upto = size_of(boxes.size());
+      if (!slot.phase_writes[phase]) fills += upto - before;
+      before = upto;
+    }
+    std::size_t l = q.size();  // the next iteration
+    while (l > 0 && q[l - 1].lo + 1 >= shared[l - 1].count) q[l - 1] = {0, 0}, --l;
+    if (l == 0) return fills;
+    q[l - 1].lo += 1, q[l - 1].hi += 1;
+  }
+}
+
 
 // The iterations of each leaf in a whole window (outer digits from `starts`, inner
 // ones free), with runs along the node's innermost level `inner`.
@@ -365,7 +453,7 @@ void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& 
 
 NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
-                            const TimeRange& window) {
+                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held) {
   const StorageWindows& node = sched.storages[storage];
   NodeTotals out;
   out.slots.assign(tensors.size(), {});
@@ -381,7 +469,15 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
   std::vector<LeafPoints> at;
   std::vector<std::vector<Box>> boxes;
   std::vector<WindowTally> tally(tensors.size());
-  auto record = [&](std::int64_t start, std::int64_t run) {
+  std::int64_t budget = std::int64_t(1) << 20;  // iterations of interleaved fills
+  const std::int64_t period = node.time_levels.empty() ? node.duration : node.time_levels.back().period;
+  auto hold = [&](std::int64_t from, std::int64_t to, std::int64_t elements, std::int64_t bytes) {
+    if (held->size() >= max_held)
+      throw NotClosed{"Storage nodes of the level hold tiles at the same time, in more than " +
+                      std::to_string(max_held) + " stretches"};
+    held->push_back({from, to, elements, bytes});
+  };
+  auto record = [&](std::int64_t start, std::int64_t end, std::int64_t run) {
     Wide sum = 0, sum_bytes = 0;
     for (std::size_t k = 0; k < tally.size(); ++k) {
       SlotTotals& t = out.slots[k];
@@ -395,6 +491,12 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
     const std::int64_t s = checked_add(0, sum), sb = checked_add(0, sum_bytes);
     if (out.peak.timestep < 0 || s > out.peak.value) out.peak = {s, start};
     if (out.peak_bytes.timestep < 0 || sb > out.peak_bytes.value) out.peak_bytes = {sb, start};
+    if (!held) return;
+    if (run == 1 || node.duration == period) {  // back to back: one stretch
+      hold(start, end + (run - 1) * period, s, sb);
+      return;
+    }
+    for (std::int64_t i = 0; i < run; ++i) hold(start + i * period, end + i * period, s, sb);
   };
 
   while (window_clip::seen(starts, window)) {
@@ -404,10 +506,13 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
       std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
       for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], clip);
       for (std::size_t k = 0; k < slots.size(); ++k) {
+        if (slots[k].interleaved())
+          throw NotClosed{"a window cut by the selection interleaves a writer and a reader of tensor '" +
+                          sched.tensors[tensors[k]].name + "'"};
         cut_window_boxes(sched, parts, slots[k], pieces, boxes);
         tally[k] = tally_of(slots[k], boxes);
       }
-      record(clip.from, 1);
+      record(clip.from, clip.to, 1);
       starts.advance();
       continue;
     }
@@ -434,9 +539,10 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
       }
       if (!alike) run = 1;
       tally[k] = tally_of(slot, boxes);
+      if (slot.interleaved()) tally[k].fills = checked_add(0, interleaved_fills(sched, parts, slot, outer, starts, budget));
     }
     run = std::max<std::int64_t>(run, 1);
-    record(start, run);
+    record(start, end, run);
     if (inner < 0) break;
     starts.advance_innermost(run);
   }
@@ -486,7 +592,7 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
   m.parts = parts_below(sched, storage, {tensor}, einsums);
   // Reads first, then writes: fills are what is read. A write first makes them a difference.
   const auto& phases = m.parts.slots.front().phase_writes;
-  if (phases.size() > 2 || (phases.size() == 2 && phases[0]))
+  if (phases.size() > 2 || (phases.size() == 2 && phases[0]) || m.parts.slots.front().interleaved())
     throw NotClosed{"tensor '" + sched.tensors[tensor].name +
                     "' is written, then read, in one window: its fills are not a union of boxes"};
   // Transfers stream: a window found not to be a box half-way would be too late to

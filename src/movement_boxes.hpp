@@ -52,6 +52,12 @@ struct SlotTotals {
   std::int64_t windows = 0, max_tile = 0, fills = 0, drains = 0;
 };
 
+// A stretch of time over which a node holds tiles of one total size (a window, or a
+// run of back-to-back windows of equal tiles).
+struct HeldSpan {
+  std::int64_t from, to, elements, bytes;
+};
+
 struct NodeTotals {
   std::vector<SlotTotals> slots;  // one per tensor asked for, in that order
   FootprintPeak peak, peak_bytes;  // the largest sum of the node's tiles over one window
@@ -60,10 +66,13 @@ struct NodeTotals {
 // The movement of `storage`'s windows seen by `window`, for `tensors` (Schedule::tensors
 // indices the node holds and the selection traces), counting only the leaves of
 // `einsums` (all if empty). `bytes_per_value` per tensor (0: none; the byte peak is
-// then meaningless). Throws NotClosed, or SpecError past 2^63 - 1.
+// then meaningless). With `held`, also what it holds when (for a level whose nodes
+// hold tiles at once), at most `max_held` entries. Throws NotClosed, or SpecError past
+// 2^63 - 1.
 NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
-                            const TimeRange& window);
+                            const TimeRange& window, std::vector<HeldSpan>* held = nullptr,
+                            std::size_t max_held = 0);
 
 // The windows of one (Storage node, tensor) in time order, each with the elements it
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is

@@ -252,6 +252,15 @@ struct Compiler {
     if (cont) build(*cont, std::move(ctx));
   }
 
+  // The temporal loops among `loops`, as ids that every node and leaf below one shares.
+  std::vector<std::uint32_t> ids_of(const std::vector<const MappingNode*>& loops) {
+    std::vector<std::uint32_t> ids;
+    for (const MappingNode* loop : loops)
+      if (loop->kind == NodeKind::Temporal)
+        ids.push_back(loop_ids.try_emplace(loop, std::uint32_t(loop_ids.size())).first->second);
+    return ids;
+  }
+
   // Returns the storage's index, or -1 for a Storage without a component.
   int add_storage(const MappingNode& node, const Context& ctx, std::int64_t duration) {
     for (const auto& t : node.tensors)
@@ -262,11 +271,8 @@ struct Compiler {
     if (std::find(out.memory_levels.begin(), out.memory_levels.end(), node.component) ==
         out.memory_levels.end())
       out.memory_levels.push_back(node.component);
-    std::vector<std::uint32_t> ids;
-    for (const MappingNode* loop : ctx.loops)
-      if (loop->kind == NodeKind::Temporal) ids.push_back(loop_ids.try_emplace(loop, std::uint32_t(loop_ids.size())).first->second);
     out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where,
-                            ctx.loops.size(), std::move(ids)});
+                            ctx.loops.size(), ids_of(ctx.loops)});
     return int(out.storages.size() - 1);
   }
 
@@ -289,6 +295,7 @@ struct Compiler {
     leaf.time_base = ctx.time_base;
     leaf.time_levels = ctx.time_levels;
     leaf.storages = ctx.storages;
+    leaf.loop_ids = ids_of(ctx.loops);
     int time_level = 0;
     for (const MappingNode* loop : ctx.loops) {
       LoopLevel level;

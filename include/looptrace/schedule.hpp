@@ -79,6 +79,7 @@ struct LeafSchedule {
   std::vector<TimeLevel> time_levels;   // the temporal loops
   std::vector<LeafTensor> tensors;      // in the Einsum's access order
   std::vector<int> storages;  // the Storage nodes above it, outermost first (Schedule::storages)
+  std::vector<std::uint32_t> loop_ids;  // its temporal loops, as StorageWindows::loop_ids names them
 
   TimeOdometer odometer() const { return {time_base, time_levels}; }
 };
