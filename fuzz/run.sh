@@ -19,7 +19,7 @@ fi
 kind="$name"; [ "$name" = concise_einsum ] && kind=concise
 dict="$root/fuzz/expression.dict"; [ "$name" = spec ] || [ "$name" = jinja ] && dict="$root/fuzz/spec.dict"
 mkdir -p "$corpus" "$(dirname "$corpus")/artifacts"
-"$exe" -print_final_stats=1 -dict="$dict" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+"$exe" -print_final_stats=1 -dict="$dict" -timeout="${TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=8192 \
   -artifact_prefix="$(dirname "$corpus")/artifacts/" "$corpus" "$seeds/$kind" &
 pid=$!
 trap 'kill -INT $pid 2>/dev/null || true' INT TERM
