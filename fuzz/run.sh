@@ -6,6 +6,7 @@
 # written to CORPUS_DIR/../artifacts.
 #
 # usage: fuzz/run.sh BUILD_DIR spec|jinja|expression|concise_einsum [CPU_SECONDS] [CORPUS_DIR]
+# TIMEOUT=S: seconds one input may take (default 10; a loaded machine needs more).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$1"; name="$2"; cpu="${3:-600}"
