@@ -431,12 +431,12 @@ py::object summary_py(SpecHandle& h, const TraceOptions& options, const std::str
   return json_to_python(summary_json(result));
 }
 
-py::object movement_py(SpecHandle& h, const TraceOptions& options, int threads) {
+py::object movement_py(SpecHandle& h, const TraceOptions& options, const MovementOptions& how) {
   const auto schedule = h.schedule();
   MovementReport report;
   {
     py::gil_scoped_release nogil;
-    report = summarize_movement(*schedule, options, threads);
+    report = summarize_movement(*schedule, options, how);
   }
   return json_to_python(movement_json(report));
 }
@@ -633,9 +633,14 @@ PYBIND11_MODULE(_looptrace, m) {
                       threads);
   });
   m.def("movement", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
-                       py::object from, py::object to, py::object shard, int threads) {
+                       py::object from, py::object to, py::object shard, int threads, bool enumerate,
+                       bool partial_sums) {
     const py::object none = py::none();
-    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), threads);
+    MovementOptions how;
+    how.method = enumerate ? MovementMethod::enumerate : MovementMethod::closed_form;
+    how.threads = threads;
+    how.partial_sums = partial_sums;
+    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how);
   });
   m.def("transfers", [](SpecHandle& h, const std::string& level, py::object tensors, py::object einsums,
                         py::object max_timesteps, py::object from, py::object to, py::object shard,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <future>
+#include <iterator>
+#include <unordered_set>
 
 #include "looptrace/error.hpp"
 #include "looptrace/stages/time_selection.hpp"
@@ -93,8 +95,15 @@ std::vector<std::uint32_t> nodes_of(const Schedule& s, const std::vector<std::st
 }
 
 // The enumerated report of some Storage nodes: one pass over their accesses.
-MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options, const std::vector<std::uint32_t>& nodes) {
-  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
+// With `partial_sums`, the windows hand out their elements: what a window writes first
+// (drained, not filled) that an earlier window of its node drained is read back from
+// the parent, unless the node is the tensor's home. (The check of the closed form:
+// memory follows the elements drained.)
+MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options, const std::vector<std::uint32_t>& nodes,
+                                  bool partial_sums = false) {
+  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic(partial_sums);
+  std::vector<std::unordered_set<std::int64_t>> drained_before(traffic.traffic().slots.size());
+  std::vector<std::int64_t> written_first;
   Layout layout = layout_of(s, traffic.traffic());
   MovementReport& report = layout.report;
   report.method = MovementMethod::enumerate;
@@ -122,6 +131,13 @@ MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options
       m.max_tile = std::max(m.max_tile, t.tile);
       m.fills += t.fills;
       m.drains += t.drains;
+      if (partial_sums && s.parent(t.storage, s.tensors[t.tensor].name) >= 0) {
+        written_first.clear();
+        std::set_difference(t.drained.begin(), t.drained.end(), t.filled.begin(), t.filled.end(),
+                            std::back_inserter(written_first));
+        for (std::int64_t e : written_first) m.fills += drained_before[k].count(e);
+        drained_before[k].insert(t.drained.begin(), t.drained.end());
+      }
       peaks[l].close(t.start, t.tile);
       peak_bytes[l].close(t.start, t.tile * m.bytes_per_value.value_or(0));
     }
@@ -133,8 +149,8 @@ MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options
   return report;
 }
 
-MovementReport enumerate_threaded(const Schedule& s, const TraceOptions& options, int threads) {
-  if (threads <= 1 || s.memory_levels.size() <= 1) return enumerate_movement(s, options, nodes_of(s, {}));
+MovementReport enumerate_threaded(const Schedule& s, const TraceOptions& options, int threads, bool partial_sums) {
+  if (threads <= 1 || s.memory_levels.size() <= 1) return enumerate_movement(s, options, nodes_of(s, {}), partial_sums);
   // Windows cut at a timestep boundary would be filled twice, so workers split the
   // levels, not time: each streams the whole selection and keeps its levels' tiles.
   const std::size_t n = std::min<std::size_t>(std::size_t(threads), s.memory_levels.size());
@@ -142,8 +158,9 @@ MovementReport enumerate_threaded(const Schedule& s, const TraceOptions& options
   for (std::size_t l = 0; l < s.memory_levels.size(); ++l) share[l % n].push_back(s.memory_levels[l]);
   std::vector<std::future<MovementReport>> parts;
   for (std::size_t i = 1; i < n; ++i)
-    parts.push_back(std::async(std::launch::async, [&, i] { return enumerate_movement(s, options, nodes_of(s, share[i])); }));
-  MovementReport report = enumerate_movement(s, options, nodes_of(s, share[0]));
+    parts.push_back(std::async(std::launch::async,
+                               [&, i] { return enumerate_movement(s, options, nodes_of(s, share[i]), partial_sums); }));
+  MovementReport report = enumerate_movement(s, options, nodes_of(s, share[0]), partial_sums);
   for (auto& part : parts) {
     MovementReport r = part.get();
     for (auto& level : r.levels) report.levels.push_back(std::move(level));
@@ -203,7 +220,7 @@ FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool by
 
 // One level in closed form from its nodes' windows; throws NotClosed.
 void closed_form_level(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, const Layout& layout,
-                       std::size_t l, const TimeRange& window, MovementReport& report) {
+                       std::size_t l, const TimeRange& window, bool partial_sums, MovementReport& report) {
   LevelMovement& level = report.levels[l];
   FootprintPeak peak{0, -1}, peak_bytes{0, -1};
   std::vector<std::size_t> nodes;
@@ -228,13 +245,18 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
     if (ks.empty()) continue;
     std::vector<std::uint32_t> tensors;
     std::vector<std::int64_t> bytes;
+    std::vector<bool> read_back;  // partial sums: not at the tensor's home
     for (int k : ks) {
       tensors.push_back(plan.slots[std::size_t(k)].tensor);
+      read_back.push_back(partial_sums && s.parent(n, s.tensors[tensors.back()].name) >= 0 &&
+                          std::any_of(s.traces.begin(), s.traces.end(), [&](const TraceInfo& t) {
+                            return t.is_output && std::uint32_t(t.tensor_index) == tensors.back();
+                          }));
       bytes.push_back(level.tensors[std::size_t(layout.entry_of_slot[std::size_t(k)])].bytes_per_value.value_or(0));
     }
     const movement_boxes::NodeTotals totals =
         movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window,
-                                         at_once ? &held : nullptr, kMaxHeldSpans);
+                                         at_once ? &held : nullptr, kMaxHeldSpans, read_back);
     for (std::size_t i = 0; i < ks.size(); ++i) {
       TensorMovement& m = level.tensors[std::size_t(layout.entry_of_slot[std::size_t(ks[i])])];
       const movement_boxes::SlotTotals& t = totals.slots[i];
@@ -252,7 +274,7 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
   if (has_bytes(level)) level.peak_footprint_bytes = peak_bytes;
 }
 
-MovementReport closed_form_movement(const Schedule& s, const TraceOptions& options) {
+MovementReport closed_form_movement(const Schedule& s, const TraceOptions& options, bool partial_sums) {
   const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
   const TrafficPlan plan = TrafficPlan::make(s, nodes_of(s, {}), options.tensors);
   Layout layout = layout_of(s, plan);
@@ -263,9 +285,9 @@ MovementReport closed_form_movement(const Schedule& s, const TraceOptions& optio
   for (std::size_t l = 0; l < report.levels.size(); ++l) {
     const LevelMovement skeleton = report.levels[l];
     try {
-      closed_form_level(s, options, plan, layout, l, selection.window, report);
+      closed_form_level(s, options, plan, layout, l, selection.window, partial_sums, report);
     } catch (const movement_boxes::NotClosed& e) {
-      MovementReport whole = enumerate_movement(s, options, nodes_of(s, {skeleton.level}));
+      MovementReport whole = enumerate_movement(s, options, nodes_of(s, {skeleton.level}), partial_sums);
       report.levels[l] = std::move(whole.levels.front());
       report.enumerated.push_back({skeleton.level, e.reason});
     }
@@ -280,8 +302,8 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
   if (options.sample_timesteps)
     throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
-  if (how.method == MovementMethod::enumerate) return enumerate_threaded(s, options, how.threads);
-  return closed_form_movement(s, options);
+  if (how.method == MovementMethod::enumerate) return enumerate_threaded(s, options, how.threads, how.partial_sums);
+  return closed_form_movement(s, options, how.partial_sums);
 }
 
 MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {

@@ -453,13 +453,35 @@ void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& 
 
 NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
-                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held) {
+                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
+                            const std::vector<bool>& partial_sums) {
   const StorageWindows& node = sched.storages[storage];
   NodeTotals out;
   out.slots.assign(tensors.size(), {});
   out.peak = out.peak_bytes = {0, -1};
   const NodeParts parts = parts_below(sched, storage, tensors, einsums);
   const auto& slots = parts.slots;
+  for (std::size_t k = 0; k < slots.size(); ++k)
+    if (!partial_sums.empty() && partial_sums[k])
+      for (const Part& p : slots[k].parts)
+        if (!p.write)
+          throw NotClosed{"partial sums of tensor '" + sched.tensors[tensors[k]].name + "', which is also read below the node"};
+  // Read back with --partial-sums: what a window writes first that an earlier window
+  // drained. For a tensor only written below the node that is every window's writes
+  // but each element's first: the drains less the union over the traced time.
+  auto add_partial_sums = [&] {
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      if (partial_sums.empty() || !partial_sums[k]) continue;
+      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
+      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], window);
+      std::vector<std::vector<Box>> all;
+      cut_window_boxes(sched, parts, slots[k], pieces, all);
+      std::vector<const Box*> u;
+      for (const auto& b : all)
+        for (const Box& x : b) u.push_back(&x);
+      out.slots[k].fills = checked_add(out.slots[k].fills, Wide(out.slots[k].drains) - (u.empty() ? 0 : union_size(u)));
+    }
+  };
 
   if (!window_clip::any(node.duration, window)) return out;
   TimeOdometer starts = node.starts();
@@ -546,6 +568,7 @@ NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const 
     if (inner < 0) break;
     starts.advance_innermost(run);
   }
+  add_partial_sums();
   return out;
 }
 

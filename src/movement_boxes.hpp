@@ -67,12 +67,13 @@ struct NodeTotals {
 // indices the node holds and the selection traces), counting only the leaves of
 // `einsums` (all if empty). `bytes_per_value` per tensor (0: none; the byte peak is
 // then meaningless). With `held`, also what it holds when (for a level whose nodes
-// hold tiles at once), at most `max_held` entries. Throws NotClosed, or SpecError past
-// 2^63 - 1.
+// hold tiles at once), at most `max_held` entries. `partial_sums[k]`: tensor k's
+// elements written first in a window but drained by an earlier one are read back
+// (filled) too. Throws NotClosed, or SpecError past 2^63 - 1.
 NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
                             const TimeRange& window, std::vector<HeldSpan>* held = nullptr,
-                            std::size_t max_held = 0);
+                            std::size_t max_held = 0, const std::vector<bool>& partial_sums = {});
 
 // The windows of one (Storage node, tensor) in time order, each with the elements it
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is

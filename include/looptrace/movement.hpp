@@ -70,6 +70,11 @@ struct MovementReport {
 struct MovementOptions {
   MovementMethod method = MovementMethod::closed_form;
   int threads = 1;  // enumerate: workers share the memory levels (the report is the same)
+  // Read-modify-write of partial sums, as analytical models count it (off: SEMANTICS,
+  // an output is never filled): an element of an output that a window writes first,
+  // after an earlier window of the same node drained it (a reduction loop above the
+  // node), is filled from the parent too. Never at the tensor's home.
+  bool partial_sums = false;
 };
 
 // The running maximum over time of the sum of the sizes of the windows that contain

@@ -240,12 +240,19 @@ def movement(
     to: int | None = None,
     shard=None,
     threads: int = 1,
+    method: str = "closed-form",
+    partial_sums: bool = False,
 ) -> dict:
     """What ``looptrace movement`` prints, as a dict: per memory level and tensor the
-    windows, largest tile, fills and drains; per level the peak footprint."""
+    windows, largest tile, fills and drains; per level the peak footprint. ``method``:
+    "closed-form" (tiles as boxes) or "enumerate" (every access; ``threads`` workers);
+    ``partial_sums``: outputs read back after an earlier window drained them."""
+    if method not in ("closed-form", "enumerate"):
+        raise ValueError(f"method is 'closed-form' or 'enumerate', not {method!r}")
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
-    return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads))
+    return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads),
+                               method == "enumerate", bool(partial_sums))
 
 
 def describe(spec: Spec) -> dict:

@@ -26,11 +26,16 @@ void add_movement_command(CLI::App& app) {
                   "access: the check)")
       ->capture_default_str()
       ->check(CLI::IsMember({"closed-form", "enumerate"}));
-  cmd->callback([args, format, threads, method] {
+  auto partial_sums = std::make_shared<bool>(false);
+  cmd->add_flag("--partial-sums", *partial_sums,
+                "Count an output tile filled again after an earlier window drained it (a reduction above the node) "
+                "as read back from the parent, as analytical models do");
+  cmd->callback([args, format, threads, method, partial_sums] {
     Schedule schedule = args->load();
     MovementOptions how;
     how.method = *method == "enumerate" ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = *threads;
+    how.partial_sums = *partial_sums;
     const MovementReport report = summarize_movement(schedule, args->resolved(), how);
     OutputBuffer out(STDOUT_FILENO);
     if (*format == "text") {

@@ -281,6 +281,12 @@ def run_case(lt, case_seed, keep, with_bytes):
     try:
         for label, kw in movement_variants(m, rng):
             lines += check_movement(lt, files, m, kw, label, with_bytes)
+        # --partial-sums (outside SEMANTICS, so no model): both methods agree
+        ps = [json.loads(lt_run(lt, ["movement", "--partial-sums", *how, *args_of(files, {})]))
+              for how in ([], ["--method", "enumerate"])]
+        if [{k: v for k, v in r.items() if k not in ("method", "enumerated")} for r in ps][0] != \
+                [{k: v for k, v in r.items() if k not in ("method", "enumerated")} for r in ps][1]:
+            lines.append("[movement --partial-sums] the closed form and --method enumerate differ")
         n = m.n_timesteps
         tensors = m.summary()["tensors"]
         for level in parent_levels(m):

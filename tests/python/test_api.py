@@ -209,6 +209,13 @@ def test_movement_equals_cli(conv):
     gb = looptrace.movement(conv)["levels"][1]
     assert gb["peak_footprint"]["elements"] == 7
     assert [(t["tensor"], t["fills"], t["drains"]) for t in gb["tensors"]] == [("I", 24, 0), ("W", 24, 0), ("O", 0, 8)]
+    enumerated = looptrace.movement(conv, method="enumerate", threads=2)
+    assert enumerated["method"] == "enumerate" and enumerated["levels"] == looptrace.movement(conv)["levels"]
+    # conv1d's r loop is inside GlobalBuffer: no window reads O back
+    assert looptrace.movement(conv, partial_sums=True)["levels"] == looptrace.movement(conv)["levels"]
+    assert looptrace.movement(conv, partial_sums=True) == json.loads(cli("movement", *CONV, "--partial-sums"))
+    with pytest.raises(ValueError, match="closed-form"):
+        looptrace.movement(conv, method="boxes")
 
 
 def test_describe_equals_cli(fused):
