@@ -196,7 +196,7 @@ bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
 }
 
 // Stretches of a level's nodes: more are enumerated instead (memory follows them).
-constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 22;
+constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 19;  // 16 MiB, and twice that to sort
 
 // The largest sum over time of what the stretches hold, first reached where.
 FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool bytes) {
