@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
 #include <limits>
+#include <stdexcept>
 
 #include "looptrace/error.hpp"
 #include "tiling.hpp"
@@ -600,9 +601,51 @@ struct SlotWindows::Impl {
       for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], window);
       cut_window_boxes(*sched, parts, slot, pieces, boxes);
     }
-    fills.clear(), drains.clear();
-    for (std::size_t p = 0; p < slot.parts.size(); ++p)
-      for (const Box& b : boxes[p]) (slot.parts[p].write ? drains : fills).push_back(b);
+    // Fills: what each reading phase touches less what any earlier phase touched.
+    fills.clear(), drains.clear(), earlier.clear();
+    std::size_t p = 0;
+    for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+      const std::size_t first = p;
+      for (; p < slot.phase_end[phase]; ++p)
+        for (const Box& b : boxes[p]) {
+          if (slot.parts[p].write) {
+            drains.push_back(b);
+          } else {
+            pieces.assign(1, b);
+            for (const Box& e : earlier) subtract(e);
+            fills.insert(fills.end(), pieces.begin(), pieces.end());
+          }
+        }
+      for (std::size_t q = first; q < p; ++q) earlier.insert(earlier.end(), boxes[q].begin(), boxes[q].end());
+    }
+  }
+  std::vector<Box> earlier, pieces, cut;
+  // pieces -= e: each piece less the box e, as at most two boxes per rank.
+  void subtract(const Box& e) {
+    cut.clear();
+    for (Box rest : pieces) {
+      bool overlap = true;
+      for (std::size_t r = 0; r < rest.size() && overlap; ++r)
+        overlap = rest[r].lo < e[r].hi && e[r].lo < rest[r].hi;
+      if (!overlap) {
+        cut.push_back(rest);
+        continue;
+      }
+      for (std::size_t r = 0; r < rest.size(); ++r) {
+        if (rest[r].lo < e[r].lo) {
+          cut.push_back(rest), cut.back()[r].hi = e[r].lo;
+          rest[r].lo = e[r].lo;
+        }
+        if (rest[r].hi > e[r].hi) {
+          cut.push_back(rest), cut.back()[r].lo = e[r].hi;
+          rest[r].hi = e[r].hi;
+        }
+      }  // what is left of rest lies inside e: gone
+    }
+    if (cut.size() > (std::size_t(1) << 16))
+      throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
+                               "--method enumerate gives the trace");
+    pieces.swap(cut);
   }
 };
 
@@ -613,11 +656,11 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
   m.sched = &sched;
   m.node = &sched.storages[storage];
   m.parts = parts_below(sched, storage, {tensor}, einsums);
-  // Reads first, then writes: fills are what is read. A write first makes them a difference.
-  const auto& phases = m.parts.slots.front().phase_writes;
-  if (phases.size() > 2 || (phases.size() == 2 && phases[0]) || m.parts.slots.front().interleaved())
-    throw NotClosed{"tensor '" + sched.tensors[tensor].name +
-                    "' is written, then read, in one window: its fills are not a union of boxes"};
+  // Phases one after the other: a reader's fills are its boxes less the earlier
+  // phases'. Interleaved under shared loops, they would be per iteration: not here.
+  if (m.parts.slots.front().interleaved())
+    throw NotClosed{"a writer and a reader of tensor '" + sched.tensors[tensor].name +
+                    "' interleave under loops inside the node"};
   // Transfers stream: a window found not to be a box half-way would be too late to
   // enumerate instead, so what could fail in some window is refused here.
   for (const Part& part : m.parts.slots.front().parts) {

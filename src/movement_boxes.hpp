@@ -79,8 +79,7 @@ NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, con
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
 // the set), for transfer traces. Windows are clipped to `clip`; `from` skips the
 // windows that end before it. Throws NotClosed where a set is not a union of boxes
-// (a tile that is not a box, or a tensor written and then read within one window:
-// its fills are a difference).
+// (a tile that is not a box, a writer and a reader interleaved under shared loops).
 class SlotWindows {
  public:
   SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
