@@ -802,6 +802,39 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
   return einsum;
 }
 
+// A bits_per_value key looptrace reads is All, a tensor name or 'A | B'; AccelForge
+// evaluates keys as set expressions (Inputs, Outputs, ...). A key naming no tensor is
+// said, with the tensors left without a size, never passed over.
+void warn_unknown_bits_keys(const Reader& in, const SpecNode& bits, const Workload& w) {
+  std::set<std::string> tensors;
+  for (const auto& e : w.einsums)
+    for (const auto& a : e.accesses) tensors.insert(a.tensor);
+  for (const auto& [k, v] : bits.entries) {
+    const std::string& key = k->text;
+    if (key.empty() || key == "All") continue;
+    std::vector<std::string> unknown;
+    for (std::size_t start = 0; start <= key.size();) {
+      const std::size_t bar = std::min(key.find('|', start), key.size());
+      std::string part = key.substr(start, bar - start);
+      part.erase(0, part.find_first_not_of(" \t"));
+      part.erase(part.find_last_not_of(" \t") + 1);
+      if (!tensors.count(part)) unknown.push_back("'" + printable(part) + "'");
+      start = bar + 1;
+    }
+    if (unknown.empty()) continue;
+    std::vector<std::string> unsized;
+    for (const std::string& t : tensors)
+      if (!w.bits_per_value_of(t)) unsized.push_back("'" + t + "'");
+    in.warnings.push_back(
+        {k->where, "bits_per_value key '" + printable(key) + "': " + join(unknown) +
+                       (unknown.size() > 1 ? " are" : " is") +
+                       " no tensor of the workload (looptrace reads All, tensor names and 'A | B'; "
+                       "AccelForge's set expressions are not evaluated), so it sizes nothing there" +
+                       (unsized.empty() ? std::string()
+                                        : "; without a size: " + join(unsized) + " (no byte figures for them)")});
+  }
+}
+
 // Einsum lists may nest (an included file's list inside this one's): read in order.
 void read_einsum_list(const Reader& in, const SpecNode& list, Workload& w, const RankSizes& sizes,
                       const SpecNode* variables, int depth) {
@@ -846,6 +879,8 @@ Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* v
   if (!einsums) in.fail(node, "the workload needs 'einsums'");
   in.expect_list(*einsums, "einsums");
   read_einsum_list(in, *einsums, w, sizes, variables, 0);
+  if (const SpecNode* bits = node.find("bits_per_value"); bits && bits->is_map())
+    warn_unknown_bits_keys(in, *bits, w);
   return w;
 }
 
