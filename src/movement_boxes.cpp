@@ -450,127 +450,169 @@ void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& 
   }
 }
 
-}  // namespace
+// One node's windows in closed form: the windows seen by the traced window in time
+// order, a run of alike whole windows at a time.
+class NodeCounter {
+ public:
+  NodeCounter(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+              const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+              const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
+              const std::vector<bool>& partial_sums)
+      : sched_(sched), node_(sched.storages[storage]), tensors_(tensors), bytes_(bytes_per_value), window_(window),
+        held_(held), max_held_(max_held), partial_sums_(partial_sums),
+        parts_(parts_below(sched, storage, tensors, einsums)), tally_(tensors.size()) {
+    out_.slots.assign(tensors.size(), {});
+    out_.peak = out_.peak_bytes = {0, -1};
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k)
+      if (read_back(k))
+        for (const Part& p : parts_.slots[k].parts)
+          if (!p.write)
+            throw NotClosed{"partial sums of tensor '" + sched.tensors[tensors[k]].name +
+                            "', which is also read below the node"};
+  }
 
-NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
-                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
-                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
-                            const std::vector<bool>& partial_sums) {
-  const StorageWindows& node = sched.storages[storage];
-  NodeTotals out;
-  out.slots.assign(tensors.size(), {});
-  out.peak = out.peak_bytes = {0, -1};
-  const NodeParts parts = parts_below(sched, storage, tensors, einsums);
-  const auto& slots = parts.slots;
-  for (std::size_t k = 0; k < slots.size(); ++k)
-    if (!partial_sums.empty() && partial_sums[k])
-      for (const Part& p : slots[k].parts)
-        if (!p.write)
-          throw NotClosed{"partial sums of tensor '" + sched.tensors[tensors[k]].name + "', which is also read below the node"};
-  // Read back with --partial-sums: what a window writes first that an earlier window
-  // drained. For a tensor only written below the node that is every window's writes
-  // but each element's first: the drains less the union over the traced time.
-  auto add_partial_sums = [&] {
-    for (std::size_t k = 0; k < slots.size(); ++k) {
-      if (partial_sums.empty() || !partial_sums[k]) continue;
-      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
-      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], window);
-      std::vector<std::vector<Box>> all;
-      cut_window_boxes(sched, parts, slots[k], pieces, all);
-      std::vector<const Box*> u;
-      for (const auto& b : all)
-        for (const Box& x : b) u.push_back(&x);
-      out.slots[k].fills = checked_add(out.slots[k].fills, Wide(out.slots[k].drains) - (u.empty() ? 0 : union_size(u)));
-    }
-  };
-
-  if (!window_clip::any(node.duration, window)) return out;
-  TimeOdometer starts = node.starts();
-  window_clip::seek_first(starts, node.duration, window);
-  const std::size_t outer = node.time_levels.size();
-  const int inner = int(outer) - 1;
-  std::vector<LeafPoints> at;
-  std::vector<std::vector<Box>> boxes;
-  std::vector<WindowTally> tally(tensors.size());
-  std::int64_t budget = std::int64_t(1) << 20;  // iterations of interleaved fills
-  const std::int64_t period = node.time_levels.empty() ? node.duration : node.time_levels.back().period;
-  auto hold = [&](std::int64_t from, std::int64_t to, std::int64_t elements, std::int64_t bytes) {
-    if (held->size() >= max_held)
-      throw NotClosed{"Storage nodes of the level hold tiles at the same time, in more than " +
-                      std::to_string(max_held) + " stretches"};
-    held->push_back({from, to, elements, bytes});
-  };
-  auto record = [&](std::int64_t start, std::int64_t end, std::int64_t run) {
-    Wide sum = 0, sum_bytes = 0;
-    for (std::size_t k = 0; k < tally.size(); ++k) {
-      SlotTotals& t = out.slots[k];
-      t.windows = checked_add(t.windows, run);
-      t.fills = checked_add(t.fills, Wide(tally[k].fills) * run);
-      t.drains = checked_add(t.drains, Wide(tally[k].drains) * run);
-      t.max_tile = std::max(t.max_tile, tally[k].tile);
-      sum += tally[k].tile;
-      sum_bytes += Wide(tally[k].tile) * bytes_per_value[k];
-    }
-    const std::int64_t s = checked_add(0, sum), sb = checked_add(0, sum_bytes);
-    if (out.peak.timestep < 0 || s > out.peak.value) out.peak = {s, start};
-    if (out.peak_bytes.timestep < 0 || sb > out.peak_bytes.value) out.peak_bytes = {sb, start};
-    if (!held) return;
-    if (run == 1 || node.duration == period) {  // back to back: one stretch
-      hold(start, end + (run - 1) * period, s, sb);
-      return;
-    }
-    for (std::int64_t i = 0; i < run; ++i) hold(start + i * period, end + i * period, s, sb);
-  };
-
-  while (window_clip::seen(starts, window)) {
-    const std::int64_t start = starts.time(), end = start + node.duration;
-    if (start < window.from || end > window.to) {  // cut by the traced window: its pieces
-      const TimeRange clip = window_clip::clipped(start, node.duration, window);
-      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
-      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], clip);
-      for (std::size_t k = 0; k < slots.size(); ++k) {
-        if (slots[k].interleaved())
-          throw NotClosed{"a window cut by the selection interleaves a writer and a reader of tensor '" +
-                          sched.tensors[tensors[k]].name + "'"};
-        cut_window_boxes(sched, parts, slots[k], pieces, boxes);
-        tally[k] = tally_of(slots[k], boxes);
+  NodeTotals run() {
+    if (!window_clip::any(node_.duration, window_)) return out_;
+    TimeOdometer starts = node_.starts();
+    window_clip::seek_first(starts, node_.duration, window_);
+    while (window_clip::seen(starts, window_)) {
+      const std::int64_t start = starts.time(), end = start + node_.duration;
+      if (start < window_.from || end > window_.to) {  // cut by the traced window: its pieces
+        const TimeRange clip = window_clip::clipped(start, node_.duration, window_);
+        cut_window(clip);
+        record(clip.from, clip.to, 1);
+        starts.advance();
+        continue;
       }
-      record(clip.from, clip.to, 1);
-      starts.advance();
-      continue;
+      const std::int64_t run = whole_windows(starts, end);
+      record(start, end, run);
+      if (node_.time_levels.empty()) break;
+      starts.advance_innermost(run);
     }
-    whole_window(parts, outer, inner, starts, at);
+    add_partial_sums();
+    return out_;
+  }
+
+ private:
+  bool read_back(std::size_t k) const { return !partial_sums_.empty() && partial_sums_[k]; }
+
+  // A window cut to `clip`: each slot's boxes over the iterations in it.
+  void cut_window(const TimeRange& clip) {
+    std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
+    for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], clip);
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      if (parts_.slots[k].interleaved())
+        throw NotClosed{"a window cut by the selection interleaves a writer and a reader of tensor '" +
+                        sched_.tensors[tensors_[k]].name + "'"};
+      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, boxes_);
+      tally_[k] = tally_of(parts_.slots[k], boxes_);
+    }
+  }
+
+  // The whole window at `starts` and how many after it along the innermost outer loop
+  // move the same (every box translating alike, none past the traced window).
+  std::int64_t whole_windows(const TimeOdometer& starts, std::int64_t end) {
+    const std::size_t outer = node_.time_levels.size();
+    const int inner = int(outer) - 1;
+    whole_window(parts_, outer, inner, starts, at_);
     std::int64_t run = inner < 0 ? 1 : starts.innermost_remaining();
-    if (inner >= 0) run = std::min(run, (window.to - end) / node.time_levels.back().period + 1);
-    for (std::size_t k = 0; k < slots.size(); ++k) {
-      const Slot& slot = slots[k];
-      boxes.assign(slot.parts.size(), {});
-      Box first_delta;     // how the first non-empty box translates along the run
-      bool alike = true;   // every non-empty box translates by the same vector
+    if (inner >= 0) run = std::min(run, (window_.to - end) / node_.time_levels.back().period + 1);
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      const Slot& slot = parts_.slots[k];
+      boxes_.assign(slot.parts.size(), {});
+      Box first_delta;    // how the first non-empty box translates along the run
+      bool alike = true;  // every non-empty box translates by the same vector
       std::size_t non_empty = 0;
       for (std::size_t p = 0; p < slot.parts.size(); ++p) {
         const Part& part = slot.parts[p];
-        const LeafPoints& w = at[part.leaf];
+        const LeafPoints& w = at_[part.leaf];
         run = std::min(run, w.run);
         if (w.empty) continue;
-        box_of(sched, parts, part, w, boxes[p].emplace_back());
-        Box delta(boxes[p].front().size());  // rank r moves by coefficient x step
+        box_of(sched_, parts_, part, w, boxes_[p].emplace_back());
+        Box delta(boxes_[p].front().size());  // rank r moves by coefficient x step
         for (std::size_t r = 0; r < delta.size(); ++r)
           delta[r].lo = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
         if (++non_empty == 1) first_delta = delta;
         else alike = alike && delta == first_delta;
       }
       if (!alike) run = 1;
-      tally[k] = tally_of(slot, boxes);
-      if (slot.interleaved()) tally[k].fills = checked_add(0, interleaved_fills(sched, parts, slot, outer, starts, budget));
+      tally_[k] = tally_of(slot, boxes_);
+      if (slot.interleaved())
+        tally_[k].fills = checked_add(0, interleaved_fills(sched_, parts_, slot, outer, starts, budget_));
     }
-    run = std::max<std::int64_t>(run, 1);
-    record(start, end, run);
-    if (inner < 0) break;
-    starts.advance_innermost(run);
+    return std::max<std::int64_t>(run, 1);
   }
-  add_partial_sums();
-  return out;
+
+  // Adds `run` windows of the current tallies, the first at [start, end).
+  void record(std::int64_t start, std::int64_t end, std::int64_t run) {
+    Wide sum = 0, sum_bytes = 0;
+    for (std::size_t k = 0; k < tally_.size(); ++k) {
+      SlotTotals& t = out_.slots[k];
+      t.windows = checked_add(t.windows, run);
+      t.fills = checked_add(t.fills, Wide(tally_[k].fills) * run);
+      t.drains = checked_add(t.drains, Wide(tally_[k].drains) * run);
+      t.max_tile = std::max(t.max_tile, tally_[k].tile);
+      sum += tally_[k].tile;
+      sum_bytes += Wide(tally_[k].tile) * bytes_[k];
+    }
+    const std::int64_t s = checked_add(0, sum), sb = checked_add(0, sum_bytes);
+    if (out_.peak.timestep < 0 || s > out_.peak.value) out_.peak = {s, start};
+    if (out_.peak_bytes.timestep < 0 || sb > out_.peak_bytes.value) out_.peak_bytes = {sb, start};
+    if (!held_) return;
+    const std::int64_t period = node_.time_levels.empty() ? node_.duration : node_.time_levels.back().period;
+    if (run == 1 || node_.duration == period) {  // back to back: one stretch
+      hold(start, end + (run - 1) * period, s, sb);
+      return;
+    }
+    for (std::int64_t i = 0; i < run; ++i) hold(start + i * period, end + i * period, s, sb);
+  }
+  void hold(std::int64_t from, std::int64_t to, std::int64_t elements, std::int64_t bytes) {
+    if (held_->size() >= max_held_)
+      throw NotClosed{"Storage nodes of the level hold tiles at the same time, in more than " +
+                      std::to_string(max_held_) + " stretches"};
+    held_->push_back({from, to, elements, bytes});
+  }
+
+  // Read back with --partial-sums: what a window writes first that an earlier window
+  // drained. For a tensor only written below the node that is every window's writes
+  // but each element's first: the drains less the union over the traced time.
+  void add_partial_sums() {
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      if (!read_back(k)) continue;
+      std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
+      for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], window_);
+      std::vector<std::vector<Box>> all;
+      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, all);
+      std::vector<const Box*> u;
+      for (const auto& b : all)
+        for (const Box& x : b) u.push_back(&x);
+      out_.slots[k].fills = checked_add(out_.slots[k].fills, Wide(out_.slots[k].drains) - (u.empty() ? 0 : union_size(u)));
+    }
+  }
+
+  const Schedule& sched_;
+  const StorageWindows& node_;
+  const std::vector<std::uint32_t>& tensors_;
+  const std::vector<std::int64_t>& bytes_;
+  const TimeRange window_;
+  std::vector<HeldSpan>* held_;
+  const std::size_t max_held_;
+  const std::vector<bool>& partial_sums_;
+  const NodeParts parts_;
+  NodeTotals out_;
+  std::vector<LeafPoints> at_;
+  std::vector<std::vector<Box>> boxes_;
+  std::vector<WindowTally> tally_;
+  std::int64_t budget_ = std::int64_t(1) << 20;  // iterations of interleaved fills
+};
+
+}  // namespace
+
+NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
+                            const std::vector<bool>& partial_sums) {
+  return NodeCounter(sched, storage, tensors, einsums, bytes_per_value, window, held, max_held, partial_sums).run();
 }
 
 struct SlotWindows::Impl {
