@@ -283,15 +283,11 @@ TraceSummary summarize(const Schedule& s, const TraceOptions& options, const Sum
   return merge_summaries(std::move(results));
 }
 
-TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector<std::string>& names) {
-  if (shards.empty()) throw SpecError("nothing to merge");
-  std::vector<std::size_t> order(shards.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = shards[a].selection;
-    const auto& y = shards[b].selection;
-    return x.from != y.from ? x.from < y.from : x.to < y.to;  // empty shards first
-  });
+namespace {
+
+// Refuses shards that are not pieces of one run (exit 2 naming the file).
+void check_shards_fit(const std::vector<TraceSummary>& shards, const std::vector<std::size_t>& order,
+                      const std::vector<std::string>& names) {
   const TraceSummary& first = shards[order[0]];
   auto traces_key = [](const TraceSummary& x) {
     std::vector<std::tuple<std::string, std::string, bool, std::int64_t>> k;
@@ -326,11 +322,10 @@ TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector
                            std::to_string(shards[order[n - 1]].selection.to) +
                            " (merge the shards of one window, each once)");
   }
-  TraceSummary out = first;
-  const TraceSummary& last = shards[order.back()];
-  const TimeRange whole{first.selection.from, last.selection.to};
-  out.selection.to = whole.to;
-  out.n_timesteps = whole.to;
+}
+
+// Counts add up; spans widen and are ordered as summarize orders them.
+void merge_counts(const std::vector<TraceSummary>& shards, const std::vector<std::size_t>& order, TraceSummary& out) {
   auto add = [](std::int64_t& into, std::int64_t n) {
     if (__builtin_add_overflow(into, n, &into)) throw SpecError("a merged count passes 2^63 - 1");
   };
@@ -353,8 +348,6 @@ TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector
     if (x.leaf_points.size() == out.leaf_points.size())
       for (std::size_t k = 0; k < out.leaf_points.size(); ++k) add(out.leaf_points[k], x.leaf_points[k]);
   }
-  out.truncated = whole.from > 0 || whole.to < out.selection.full_timesteps ||
-                  (out.selection.sample_timesteps >= 0 && out.selection.sample_timesteps < whole.to - whole.from);
   out.enumerated.assign(enumerated.begin(), enumerated.end());
   // Spans ordered by (first, end), ties in the workload's order, as summarize does.
   out.einsum_timespans.clear();
@@ -369,41 +362,66 @@ TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector
   });
   out.einsums.clear();
   for (const auto& span : out.einsum_timespans) out.einsums.push_back(span.einsum);
+}
 
-  // Windows: each shard's without the pieces its clip made, then every unclipped window
-  // behind a piece, clipped to the whole; the same set the whole run gives.
+// Windows: each shard's without the pieces its clip made, then every unclipped window
+// behind a piece, clipped to the whole; the same set the whole run gives.
+void merge_windows(const std::vector<TraceSummary>& shards, const std::vector<std::size_t>& order,
+                   const TimeRange& whole, std::size_t li, std::size_t ti, TraceSummary& out) {
+  std::vector<WindowRun> interior;
+  std::vector<TimeRange> originals;
+  for (std::size_t i : order) {
+    const TensorWindows& t = shards[i].tile_windows[li].tensors[ti];
+    std::vector<WindowRun> runs = out.windows_form == WindowsForm::full ? as_runs(t.windows) : t.runs;
+    const TimeRange part{shards[i].selection.from, shards[i].selection.to};
+    for (const auto& o : t.cut) remove_window(runs, clip(o, part));
+    interior.insert(interior.end(), runs.begin(), runs.end());  // shards are in time order
+    originals.insert(originals.end(), t.cut.begin(), t.cut.end());
+  }
+  sort_distinct(originals);
+  std::vector<TimeRange> rejoined;
+  for (const auto& o : originals)
+    if (!clip(o, whole).empty()) rejoined.push_back(clip(o, whole));
+  sort_distinct(rejoined);
+  TensorWindows& t = out.tile_windows[li].tensors[ti];
+  t.windows.clear();
+  t.runs.clear();
+  set_windows(t, merge_runs({interior, as_runs(rejoined)}), out.windows_form);
+  std::vector<TimeRange> cut;
+  for (const auto& o : originals)
+    if (!inside(o, whole)) cut.push_back(o);
+  add_coinciding(cut, whole, [&](const TimeRange& piece) {
+    return holds_window(interior, piece) ||
+           std::any_of(originals.begin(), originals.end(),
+                       [&](const TimeRange& o) { return inside(o, whole) && same(o, piece); });
+  });
+  t.cut = std::move(cut);
+}
+
+}  // namespace
+
+TraceSummary merge_summaries(std::vector<TraceSummary> shards, const std::vector<std::string>& names) {
+  if (shards.empty()) throw SpecError("nothing to merge");
+  std::vector<std::size_t> order(shards.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = shards[a].selection;
+    const auto& y = shards[b].selection;
+    return x.from != y.from ? x.from < y.from : x.to < y.to;  // empty shards first
+  });
+  check_shards_fit(shards, order, names);
+  const TraceSummary& first = shards[order[0]];
+  TraceSummary out = first;
+  const TimeRange whole{first.selection.from, shards[order.back()].selection.to};
+  out.selection.to = whole.to;
+  out.n_timesteps = whole.to;
+  merge_counts(shards, order, out);
+  out.truncated = whole.from > 0 || whole.to < out.selection.full_timesteps ||
+                  (out.selection.sample_timesteps >= 0 && out.selection.sample_timesteps < whole.to - whole.from);
   if (out.windows_form == WindowsForm::none) return out;
   for (std::size_t li = 0; li < out.tile_windows.size(); ++li)
-    for (std::size_t ti = 0; ti < out.tile_windows[li].tensors.size(); ++ti) {
-      std::vector<WindowRun> interior;
-      std::vector<TimeRange> originals;
-      for (std::size_t i : order) {
-        const TensorWindows& t = shards[i].tile_windows[li].tensors[ti];
-        std::vector<WindowRun> runs = out.windows_form == WindowsForm::full ? as_runs(t.windows) : t.runs;
-        const TimeRange part{shards[i].selection.from, shards[i].selection.to};
-        for (const auto& o : t.cut) remove_window(runs, clip(o, part));
-        interior.insert(interior.end(), runs.begin(), runs.end());  // shards are in time order
-        originals.insert(originals.end(), t.cut.begin(), t.cut.end());
-      }
-      sort_distinct(originals);
-      std::vector<TimeRange> rejoined;
-      for (const auto& o : originals)
-        if (!clip(o, whole).empty()) rejoined.push_back(clip(o, whole));
-      sort_distinct(rejoined);
-      TensorWindows& t = out.tile_windows[li].tensors[ti];
-      t.windows.clear();
-      t.runs.clear();
-      set_windows(t, merge_runs({interior, as_runs(rejoined)}), out.windows_form);
-      std::vector<TimeRange> cut;
-      for (const auto& o : originals)
-        if (!inside(o, whole)) cut.push_back(o);
-      add_coinciding(cut, whole, [&](const TimeRange& piece) {
-        return holds_window(interior, piece) ||
-               std::any_of(originals.begin(), originals.end(),
-                           [&](const TimeRange& o) { return inside(o, whole) && same(o, piece); });
-      });
-      t.cut = std::move(cut);
-    }
+    for (std::size_t ti = 0; ti < out.tile_windows[li].tensors.size(); ++ti)
+      merge_windows(shards, order, whole, li, ti, out);
   return out;
 }
 
