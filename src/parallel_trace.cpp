@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -200,6 +201,103 @@ void format_piece(const Schedule& s, const TraceOptions& options, const std::str
   }
 }
 
+// Workers format the pieces the cutter hands out, at most `max_held` at once; the
+// caller writes them out in order and gives their slots back for reuse.
+class PieceQueue {
+ public:
+  PieceQueue(const Schedule& s, const TraceOptions& options, const std::string& format, Cutter& cutter,
+             std::size_t max_held, std::size_t capacity)
+      : s_(s), options_(options), format_(format), cutter_(cutter), max_held_(max_held), capacity_(capacity) {}
+
+  // The worker loop: take the next piece (or stop), format it, mark it ready.
+  void work() {
+    for (;;) {
+      Piece* piece = admit();
+      if (!piece) return;
+      try {
+        if (!piece->slot) piece->slot = std::make_unique<Slot>(capacity_);
+        format_piece(s_, options_, format_, *piece);
+      } catch (...) {
+        piece->error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex_);
+        piece->ready = true;
+      }
+      changed_.notify_all();
+    }
+  }
+
+  // Writes every piece to fd in order as it becomes ready (rethrowing a worker's error).
+  void write_in_order(int fd, const std::function<void(std::int64_t)>& progress) {
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return (!pieces_.empty() && pieces_.front().ready) || (exhausted_ && pieces_.empty()); });
+      if (pieces_.empty()) return;
+      // The piece stays in the queue while it is written (no worker touches a ready
+      // piece), so its slot is free again before a new piece can be admitted: at most
+      // max_held slots ever exist.
+      Piece& piece = pieces_.front();
+      lock.unlock();
+      if (piece.error) std::rethrow_exception(piece.error);
+      piece.slot->write_to(fd);
+      const std::int64_t last = piece.ranges.empty() ? -1 : piece.ranges.back().to - 1;
+      lock.lock();
+      spare_.push_back(std::move(piece.slot));
+      pieces_.pop_front();
+      lock.unlock();
+      changed_.notify_all();
+      if (progress && last >= 0) progress(last);
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  // The next piece to format, queued in order, or null when there is none (or an
+  // error in the cutter, queued as a piece so the writer rethrows it in its place).
+  Piece* admit() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return stop_ || exhausted_ || pieces_.size() < max_held_; });
+    if (stop_ || exhausted_) return nullptr;
+    std::optional<std::vector<TimeRange>> ranges;
+    try {
+      ranges = cutter_.next();
+    } catch (...) {
+      pieces_.push_back({{}, nullptr, std::current_exception(), true});
+      exhausted_ = true;
+      changed_.notify_all();
+      return nullptr;
+    }
+    if (!ranges) {
+      exhausted_ = true;
+      changed_.notify_all();
+      return nullptr;
+    }
+    pieces_.push_back({std::move(*ranges), nullptr, nullptr, false});
+    Piece* piece = &pieces_.back();  // deque: stays put while others are added or popped
+    if (!spare_.empty()) piece->slot = std::move(spare_.back()), spare_.pop_back();
+    return piece;
+  }
+
+  const Schedule& s_;
+  const TraceOptions& options_;
+  const std::string& format_;
+  Cutter& cutter_;
+  const std::size_t max_held_, capacity_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Piece> pieces_;                  // pieces_[0] is the next to write
+  std::vector<std::unique_ptr<Slot>> spare_;  // written out, to be reused
+  bool exhausted_ = false, stop_ = false;
+};
+
 }  // namespace
 
 void write_trace_parallel(const Schedule& s, const TraceOptions& options, const std::string& format,
@@ -210,87 +308,19 @@ void write_trace_parallel(const Schedule& s, const TraceOptions& options, const 
   auto sink = make_sink(format, s, out);  // checks the format before anything runs
   Cutter cutter(s, options, selection,
                 std::int64_t(parallel.chunk_bytes / bytes_per_access(format)), threads);
-  const std::size_t max_held = std::size_t(threads) + 2;
   // Room for a piece and then some: a larger one spills into the slot's file.
   const std::size_t capacity = std::max<std::size_t>(parallel.chunk_bytes + parallel.chunk_bytes / 2, 256);
-
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<Piece> pieces;   // pieces[0] is the next to write
-  std::vector<std::unique_ptr<Slot>> spare;  // written out, to be reused
-  bool exhausted = false, stop = false;
-
-  auto work = [&] {
-    for (;;) {
-      Piece* piece = nullptr;
-      {
-        std::unique_lock lock(mutex);
-        changed.wait(lock, [&] { return stop || exhausted || pieces.size() < max_held; });
-        if (stop || exhausted) return;
-        std::optional<std::vector<TimeRange>> ranges;
-        try {
-          ranges = cutter.next();
-        } catch (...) {
-          pieces.push_back({{}, nullptr, std::current_exception(), true});
-          exhausted = true;
-          changed.notify_all();
-          return;
-        }
-        if (!ranges) {
-          exhausted = true;
-          changed.notify_all();
-          return;
-        }
-        pieces.push_back({std::move(*ranges), nullptr, nullptr, false});
-        piece = &pieces.back();  // deque: stays put while others are added or popped
-        if (!spare.empty()) piece->slot = std::move(spare.back()), spare.pop_back();
-      }
-      try {
-        if (!piece->slot) piece->slot = std::make_unique<Slot>(capacity);
-        format_piece(s, options, format, *piece);
-      } catch (...) {
-        piece->error = std::current_exception();
-      }
-      {
-        std::lock_guard lock(mutex);
-        piece->ready = true;
-      }
-      changed.notify_all();
-    }
-  };
-
+  PieceQueue queue(s, options, format, cutter, std::size_t(threads) + 2, capacity);
   std::vector<std::thread> workers;
-  for (int i = 0; i < threads; ++i) workers.emplace_back(work);
+  for (int i = 0; i < threads; ++i) workers.emplace_back([&] { queue.work(); });
   auto stop_workers = [&] {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-    }
-    changed.notify_all();
+    queue.stop();
     for (auto& w : workers) w.join();
   };
   try {
     sink->begin();
     out.flush();
-    for (;;) {
-      std::unique_lock lock(mutex);
-      changed.wait(lock, [&] { return (!pieces.empty() && pieces.front().ready) || (exhausted && pieces.empty()); });
-      if (pieces.empty()) break;
-      // The piece stays in the queue while it is written (no worker touches a ready
-      // piece), so its slot is free again before a new piece can be admitted: at most
-      // max_held slots ever exist.
-      Piece& piece = pieces.front();
-      lock.unlock();
-      if (piece.error) std::rethrow_exception(piece.error);
-      piece.slot->write_to(fd);
-      const std::int64_t last = piece.ranges.empty() ? -1 : piece.ranges.back().to - 1;
-      lock.lock();
-      spare.push_back(std::move(piece.slot));
-      pieces.pop_front();
-      lock.unlock();
-      changed.notify_all();
-      if (parallel.progress && last >= 0) parallel.progress(last);
-    }
+    queue.write_in_order(fd, parallel.progress);
     sink->end();
     out.flush();
   } catch (...) {
