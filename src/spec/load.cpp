@@ -1205,13 +1205,65 @@ struct Source {
   std::optional<std::string> text;  // none: read the file
 };
 
+// A top-level key of the spec files, and the file that gave it first.
+struct TopKey {
+  SpecNodePtr key, value;
+  std::string file;
+};
+
+// Renders and reads one file's top-level keys into `top` (the first file's win);
+// false when the file is empty.
+bool read_top_keys(Loader& loader, const Source& source, const JinjaVariables& variables, Spec& spec,
+                   std::map<std::string, TopKey>& top) {
+  const std::string text = source.text ? *source.text : read_file(source.name);
+  FileState st;
+  st.display = source.name;
+  st.directory = directory_of(source.name);
+  st.data = variables;
+  loader.stack_ = {{canonical(source.name), source.name}};
+  SpecNodePtr root;
+  try {
+    root = loader.load_yaml(st, text);
+  } catch (const JinjaError& e) {  // from a host function outside any tag (cannot happen)
+    throw SpecError({source.name, 0, 0}, e.what());
+  }
+  if (root->is_null()) {
+    warn(spec, SourceLocation{source.name, 0, 0}, "the file is empty (no top-level keys)");
+    return false;
+  }
+  const Reader in;
+  if (!root->is_map())
+    in.fail(*root, "a spec file must be a mapping of top-level keys (workload:, mapping:, arch:, ...), not " +
+                       kind_of(*root));
+  in.check_unique_keys(*root, "a spec file");
+  for (const auto& [k, v] : root->entries) {
+    const std::string& key = k->text;
+    if (std::find(kSpecKeys.begin(), kSpecKeys.end(), key) == kSpecKeys.end())
+      in.fail(*k, "unknown top-level key '" + key + "' in " + source.name + did_you_mean(key, kSpecKeys) +
+                      "; a spec's top-level keys are: " + join(kSpecKeys));
+    auto [it, fresh] = top.emplace(key, TopKey{k, v, source.name});
+    if (!fresh)
+      warn(spec, k->where, "top-level key '" + key + "' is ignored here: " + it->second.file + " (line " +
+                               std::to_string(it->second.key->where.line) +
+                               ") gives it first, and the first file wins, as in AccelForge");
+  }
+  return true;
+}
+
+// -D values no template looked up are likely typos.
+void warn_unused_defines(const Loader& loader, const JinjaVariables& variables, Spec& spec) {
+  const auto& used = loader.looked_up;
+  std::vector<std::string> candidates;
+  for (const auto& name : used)
+    if (!variables.count(name)) candidates.push_back(name);
+  for (const auto& [name, value] : variables)
+    if (!used.count(name))
+      warn(spec, SourceLocation{}, "-D " + name + " is not used by any file" + did_you_mean(name, candidates));
+}
+
 Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, const LoadOptions& options) {
   Loader loader(variables, options.include_root);
   Spec spec;
-  struct TopKey {
-    SpecNodePtr key, value;
-    std::string file;
-  };
   std::map<std::string, TopKey> top;
   std::vector<std::string> empty_files;
   std::set<std::string> seen_files;
@@ -1222,48 +1274,9 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
       warn(spec, SourceLocation{source.name, 0, 0}, "the file is given twice; it is read once");
       continue;
     }
-    const std::string text = source.text ? *source.text : read_file(source.name);
-    FileState st;
-    st.display = source.name;
-    st.directory = directory_of(source.name);
-    st.data = variables;
-    loader.stack_ = {{canonical(source.name), source.name}};
-    SpecNodePtr root;
-    try {
-      root = loader.load_yaml(st, text);
-    } catch (const JinjaError& e) {  // from a host function outside any tag (cannot happen)
-      throw SpecError({source.name, 0, 0}, e.what());
-    }
-    if (root->is_null()) {
-      empty_files.push_back(source.name);
-      warn(spec, SourceLocation{source.name, 0, 0}, "the file is empty (no top-level keys)");
-      continue;
-    }
-    const Reader in;
-    if (!root->is_map())
-      in.fail(*root, "a spec file must be a mapping of top-level keys (workload:, mapping:, arch:, ...), not " +
-                         kind_of(*root));
-    in.check_unique_keys(*root, "a spec file");
-    for (const auto& [k, v] : root->entries) {
-      const std::string& key = k->text;
-      if (std::find(kSpecKeys.begin(), kSpecKeys.end(), key) == kSpecKeys.end())
-        in.fail(*k, "unknown top-level key '" + key + "' in " + source.name + did_you_mean(key, kSpecKeys) +
-                        "; a spec's top-level keys are: " + join(kSpecKeys));
-      auto [it, fresh] = top.emplace(key, TopKey{k, v, source.name});
-      if (!fresh)
-        warn(spec, k->where, "top-level key '" + key + "' is ignored here: " + it->second.file + " (line " +
-                                 std::to_string(it->second.key->where.line) +
-                                 ") gives it first, and the first file wins, as in AccelForge");
-    }
+    if (!read_top_keys(loader, source, variables, spec, top)) empty_files.push_back(source.name);
   }
-  // -D values no template looked up are likely typos.
-  const auto& used = loader.looked_up;
-  std::vector<std::string> candidates;
-  for (const auto& name : used)
-    if (!variables.count(name)) candidates.push_back(name);
-  for (const auto& [name, value] : variables)
-    if (!used.count(name))
-      warn(spec, SourceLocation{}, "-D " + name + " is not used by any file" + did_you_mean(name, candidates));
+  warn_unused_defines(loader, variables, spec);
 
   auto files_read = [&] {
     std::string s = join(spec.files);
