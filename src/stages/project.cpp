@@ -121,87 +121,97 @@ void Project::project_rank(TensorState& ts, std::size_t rank) {
   IntervalSet& out = ts.rank_sets[rank];
   std::vector<std::uint32_t>& weights = ts.rank_weights[rank];
   const auto& terms = ts.rank_terms[rank];
-  const auto& tile = tiles_.tile();
   const std::int64_t c = ts.spec->constants[rank];
   out.clear();
   weights.clear();
-  if (terms.empty()) {
-    out.push_back({c, c + 1});
-  } else if (terms.size() == 1) {  // one variable: a bijection onto its image
-    const auto [v, k] = terms[0];
-    const IntervalSet& set = tile[std::size_t(v)];
-    if (k == 1) {
-      for (const auto& iv : set) out.push_back({iv.lo + c, iv.hi + c});
-    } else if (k == -1) {
-      for (auto iv = set.rbegin(); iv != set.rend(); ++iv) out.push_back({c - iv->hi + 1, c - iv->lo + 1});
-    } else {  // spread out: one value per point, in ascending order
-      const std::int64_t n = cardinality(set);
-      if (n > max_tile_points_) throw too_large(ts, n);
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::int64_t idx = k > 0 ? i : n - 1 - i, x = 0;  // the idx-th point of the set
-        for (const auto& iv : set) {
-          if (idx < iv.hi - iv.lo) {
-            x = iv.lo + idx;
-            break;
-          }
-          idx -= iv.hi - iv.lo;
-        }
-        out.push_back({c + k * x, c + k * x + 1});
-      }
-    }
-  } else {
-    // Several variables: the image is the support of a convolution of the variables'
-    // tiles, and the convolution itself counts the points behind each value.
-    std::int64_t lo = c, hi = c;  // the image lies in [lo, hi]
-    for (const auto& [v, k] : terms) {
-      const IntervalSet& set = tile[std::size_t(v)];
-      const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
-      lo += std::min(a, b), hi += std::max(a, b);
-    }
-    if (hi - lo + 1 > max_tile_points_) throw too_large(ts, hi - lo + 1);
-    // counts[i] holds the points reaching value from + i.
-    std::vector<std::uint64_t>& counts = scratch_;
-    counts.assign(1, 1);
-    std::int64_t from = c;
-    std::vector<std::uint64_t> next;
-    for (const auto& [v, k] : terms) {
-      const IntervalSet& set = tile[std::size_t(v)];
-      const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
-      const std::int64_t next_from = from + std::min(a, b);
-      next.assign(counts.size() + std::size_t(std::max(a, b) - std::min(a, b)), 0);
+  if (terms.empty()) out.push_back({c, c + 1});
+  else if (terms.size() == 1) project_one(ts, terms[0].first, terms[0].second, c, out);
+  else project_sum(ts, terms, c, out, weights);
+  ts.rank_cardinality[rank] = cardinality(out);
+}
+
+// One variable: a bijection onto its image.
+void Project::project_one(const TensorState& ts, int v, std::int64_t k, std::int64_t c, IntervalSet& out) const {
+  const IntervalSet& set = tiles_.tile()[std::size_t(v)];
+  if (k == 1) {
+    for (const auto& iv : set) out.push_back({iv.lo + c, iv.hi + c});
+  } else if (k == -1) {
+    for (auto iv = set.rbegin(); iv != set.rend(); ++iv) out.push_back({c - iv->hi + 1, c - iv->lo + 1});
+  } else {  // spread out: one value per point, in ascending order
+    const std::int64_t n = cardinality(set);
+    if (n > max_tile_points_) throw too_large(ts, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t idx = k > 0 ? i : n - 1 - i, x = 0;  // the idx-th point of the set
       for (const auto& iv : set) {
-        if (k == 1 || k == -1) {  // a sliding window over the interval
-          const std::int64_t width = iv.hi - iv.lo;
-          const std::int64_t start = from + (k == 1 ? iv.lo : -(iv.hi - 1)) - next_from;
-          std::uint64_t window = 0;
-          const std::int64_t n = std::int64_t(counts.size());
-          for (std::int64_t i = 0; i < n + width - 1; ++i) {
-            if (i < n) window += counts[std::size_t(i)];
-            if (i - width >= 0) window -= counts[std::size_t(i - width)];
-            std::uint64_t& cell = next[std::size_t(start + i)];
-            cell = std::min(cell + window, kMaxMultiplicity);
-          }
-        } else {
-          for (std::int64_t x = iv.lo; x < iv.hi; ++x)
-            for (std::size_t i = 0; i < counts.size(); ++i) {
-              std::uint64_t& cell = next[std::size_t(from + std::int64_t(i) + k * x - next_from)];
-              cell = std::min(cell + counts[i], kMaxMultiplicity);
-            }
+        if (idx < iv.hi - iv.lo) {
+          x = iv.lo + idx;
+          break;
         }
+        idx -= iv.hi - iv.lo;
       }
-      counts.swap(next);
-      from = next_from;
-    }
-    // Counts were clamped only where they exceed 2^32 - 1, so no window sum wrapped.
-    for (std::size_t i = 0; i < counts.size(); ++i) {
-      if (counts[i] == 0) continue;
-      const std::int64_t value = from + std::int64_t(i);
-      if (!out.empty() && out.back().hi == value) out.back().hi = value + 1;
-      else out.push_back({value, value + 1});
-      weights.push_back(std::uint32_t(std::min(counts[i], kMaxMultiplicity)));
+      out.push_back({c + k * x, c + k * x + 1});
     }
   }
-  ts.rank_cardinality[rank] = cardinality(out);
+}
+
+// Several variables: the image is the support of a convolution of the variables'
+// tiles, and the convolution itself counts the points behind each value.
+void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int, std::int64_t>>& terms,
+                          std::int64_t c, IntervalSet& out, std::vector<std::uint32_t>& weights) {
+  const auto& tile = tiles_.tile();
+  std::int64_t lo = c, hi = c;  // the image lies in [lo, hi]
+  for (const auto& [v, k] : terms) {
+    const IntervalSet& set = tile[std::size_t(v)];
+    const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
+    lo += std::min(a, b), hi += std::max(a, b);
+  }
+  if (hi - lo + 1 > max_tile_points_) throw too_large(ts, hi - lo + 1);
+  // counts[i] holds the points reaching value from + i.
+  std::vector<std::uint64_t>& counts = scratch_;
+  counts.assign(1, 1);
+  std::int64_t from = c;
+  std::vector<std::uint64_t> next;
+  for (const auto& [v, k] : terms) {
+    const IntervalSet& set = tile[std::size_t(v)];
+    const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
+    const std::int64_t next_from = from + std::min(a, b);
+    next.assign(counts.size() + std::size_t(std::max(a, b) - std::min(a, b)), 0);
+    for (const auto& iv : set) convolve(counts, from, next, next_from, iv, k);
+    counts.swap(next);
+    from = next_from;
+  }
+  // Counts were clamped only where they exceed 2^32 - 1, so no window sum wrapped.
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    const std::int64_t value = from + std::int64_t(i);
+    if (!out.empty() && out.back().hi == value) out.back().hi = value + 1;
+    else out.push_back({value, value + 1});
+    weights.push_back(std::uint32_t(std::min(counts[i], kMaxMultiplicity)));
+  }
+}
+
+// Adds to `next` (values from next_from) the counts (values from `from`) shifted by
+// k * x for every x of `iv`.
+void Project::convolve(const std::vector<std::uint64_t>& counts, std::int64_t from, std::vector<std::uint64_t>& next,
+                       std::int64_t next_from, const Interval& iv, std::int64_t k) {
+  if (k == 1 || k == -1) {  // a sliding window over the interval
+    const std::int64_t width = iv.hi - iv.lo;
+    const std::int64_t start = from + (k == 1 ? iv.lo : -(iv.hi - 1)) - next_from;
+    std::uint64_t window = 0;
+    const std::int64_t n = std::int64_t(counts.size());
+    for (std::int64_t i = 0; i < n + width - 1; ++i) {
+      if (i < n) window += counts[std::size_t(i)];
+      if (i - width >= 0) window -= counts[std::size_t(i - width)];
+      std::uint64_t& cell = next[std::size_t(start + i)];
+      cell = std::min(cell + window, kMaxMultiplicity);
+    }
+    return;
+  }
+  for (std::int64_t x = iv.lo; x < iv.hi; ++x)
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      std::uint64_t& cell = next[std::size_t(from + std::int64_t(i) + k * x - next_from)];
+      cell = std::min(cell + counts[i], kMaxMultiplicity);
+    }
 }
 
 SpecError Project::too_large(const TensorState& ts, std::int64_t points) const {

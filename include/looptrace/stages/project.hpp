@@ -68,6 +68,11 @@ class Project : public Stage<Project> {
   void plan();
   void refresh();
   void project_rank(TensorState& ts, std::size_t rank);
+  void project_one(const TensorState& ts, int v, std::int64_t k, std::int64_t c, IntervalSet& out) const;
+  void project_sum(const TensorState& ts, const std::vector<std::pair<int, std::int64_t>>& terms, std::int64_t c,
+                   IntervalSet& out, std::vector<std::uint32_t>& weights);
+  static void convolve(const std::vector<std::uint64_t>& counts, std::int64_t from, std::vector<std::uint64_t>& next,
+                       std::int64_t next_from, const Interval& iv, std::int64_t k);
   void emit(TensorState& ts);
   SpecError too_large(const TensorState& ts, std::int64_t points) const;
   void emit_separable(const TensorState& ts, AccessRecord* out) const;
