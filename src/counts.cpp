@@ -298,77 +298,88 @@ struct LeafCounter::Impl {
       const auto& row = lt.coefficients[std::size_t(comp.ranks[0])];
       bool unit = true;
       for (int v : comp.vars) unit = unit && (row[std::size_t(v)] == 1 || row[std::size_t(v)] == -1);
-      if (unit) {
-        // A sum of unit-coefficient interval sets is a union of interval sums.
-        Spans acc{{0, 1}};
-        for (std::size_t i = 0; i < comp.vars.size(); ++i) {
-          Spans s = shapes[std::size_t(shape_ids[i])];
-          if (row[std::size_t(comp.vars[i])] < 0) {
-            for (auto& x : s) x = {-(x.hi - 1), -x.lo + 1};
-            std::reverse(s.begin(), s.end());
-          }
-          if (Wide(acc.size()) * Wide(s.size()) > max_tile_points)
-            too_many(Wide(acc.size()) * Wide(s.size()), "sums over");
-          Spans next;
-          for (const auto& a : acc)
-            for (const auto& b : s) next.push_back({a.lo + b.lo, a.hi + b.hi - 1});
-          std::sort(next.begin(), next.end());
-          acc = merged(next);
-        }
-        size = cardinality(acc);
-      } else {
-        plan.enumerated = true;
-        std::vector<std::int64_t> acc{0}, next;
-        for (std::size_t i = 0; i < comp.vars.size(); ++i) {
-          const Spans& s = shapes[std::size_t(shape_ids[i])];
-          const std::int64_t coef = row[std::size_t(comp.vars[i])];
-          const Wide n = Wide(acc.size()) * shape_card[std::size_t(shape_ids[i])];
-          if (n > max_tile_points) too_many(n, "projects");
-          next.clear();
-          for (std::int64_t a : acc)
-            for (const auto& x : s)
-              for (std::int64_t p = x.lo; p < x.hi; ++p) next.push_back(a + coef * p);
-          std::sort(next.begin(), next.end());
-          next.erase(std::unique(next.begin(), next.end()), next.end());
-          acc.swap(next);
-        }
-        size = std::int64_t(acc.size());
-      }
+      if (!unit) plan.enumerated = true;
+      size = unit ? unit_sum_size(comp, row, shape_ids) : projected_sum_size(comp, row, shape_ids);
     } else {
-      // Several ranks share variables: project every point and count distinct tuples.
       plan.enumerated = true;
-      Wide n = 1;
-      for (int id : shape_ids) n *= shape_card[std::size_t(id)];
-      if (n > max_tile_points) too_many(n, "projects");
-      const std::size_t R = comp.ranks.size(), V = comp.vars.size();
-      std::vector<std::int64_t> tuples;
-      tuples.reserve(std::size_t(n) * R);
-      std::vector<std::int64_t> x(V);
-      auto visit = [&](auto&& self, std::size_t i) -> void {
-        if (i == V) {
-          for (int r : comp.ranks) {
-            std::int64_t value = 0;
-            for (std::size_t u = 0; u < V; ++u)
-              value += lt.coefficients[std::size_t(r)][std::size_t(comp.vars[u])] * x[u];
-            tuples.push_back(value);
-          }
-          return;
-        }
-        for (const auto& s : shapes[std::size_t(shape_ids[i])])
-          for (x[i] = s.lo; x[i] < s.hi; ++x[i]) self(self, i + 1);
-      };
-      visit(visit, 0);
-      std::vector<std::size_t> order(tuples.size() / R);
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      auto less = [&](std::size_t a, std::size_t b) {
-        return std::lexicographical_compare(tuples.begin() + std::ptrdiff_t(a * R), tuples.begin() + std::ptrdiff_t(a * R + R),
-                                            tuples.begin() + std::ptrdiff_t(b * R), tuples.begin() + std::ptrdiff_t(b * R + R));
-      };
-      std::sort(order.begin(), order.end(), less);
-      for (std::size_t i = 0; i < order.size(); ++i)
-        if (i == 0 || less(order[i - 1], order[i])) ++size;
+      size = distinct_tuples(lt, comp, shape_ids);
     }
     image_memo.emplace(std::move(key), size);
+    return size;
+  }
+
+  // A sum of unit-coefficient interval sets is a union of interval sums.
+  std::int64_t unit_sum_size(const Component& comp, const std::vector<std::int64_t>& row,
+                             const std::vector<int>& shape_ids) const {
+    Spans acc{{0, 1}};
+    for (std::size_t i = 0; i < comp.vars.size(); ++i) {
+      Spans s = shapes[std::size_t(shape_ids[i])];
+      if (row[std::size_t(comp.vars[i])] < 0) {
+        for (auto& x : s) x = {-(x.hi - 1), -x.lo + 1};
+        std::reverse(s.begin(), s.end());
+      }
+      if (Wide(acc.size()) * Wide(s.size()) > max_tile_points) too_many(Wide(acc.size()) * Wide(s.size()), "sums over");
+      Spans next;
+      for (const auto& a : acc)
+        for (const auto& b : s) next.push_back({a.lo + b.lo, a.hi + b.hi - 1});
+      std::sort(next.begin(), next.end());
+      acc = merged(next);
+    }
+    return cardinality(acc);
+  }
+
+  // A strided sum: every value projected, then the distinct ones counted.
+  std::int64_t projected_sum_size(const Component& comp, const std::vector<std::int64_t>& row,
+                                  const std::vector<int>& shape_ids) const {
+    std::vector<std::int64_t> acc{0}, next;
+    for (std::size_t i = 0; i < comp.vars.size(); ++i) {
+      const Spans& s = shapes[std::size_t(shape_ids[i])];
+      const std::int64_t coef = row[std::size_t(comp.vars[i])];
+      const Wide n = Wide(acc.size()) * shape_card[std::size_t(shape_ids[i])];
+      if (n > max_tile_points) too_many(n, "projects");
+      next.clear();
+      for (std::int64_t a : acc)
+        for (const auto& x : s)
+          for (std::int64_t p = x.lo; p < x.hi; ++p) next.push_back(a + coef * p);
+      std::sort(next.begin(), next.end());
+      next.erase(std::unique(next.begin(), next.end()), next.end());
+      acc.swap(next);
+    }
+    return std::int64_t(acc.size());
+  }
+
+  // Several ranks share variables: project every point and count distinct tuples.
+  std::int64_t distinct_tuples(const LeafTensor& lt, const Component& comp, const std::vector<int>& shape_ids) const {
+    Wide n = 1;
+    for (int id : shape_ids) n *= shape_card[std::size_t(id)];
+    if (n > max_tile_points) too_many(n, "projects");
+    const std::size_t R = comp.ranks.size(), V = comp.vars.size();
+    std::vector<std::int64_t> tuples;
+    tuples.reserve(std::size_t(n) * R);
+    std::vector<std::int64_t> x(V);
+    auto visit = [&](auto&& self, std::size_t i) -> void {
+      if (i == V) {
+        for (int r : comp.ranks) {
+          std::int64_t value = 0;
+          for (std::size_t u = 0; u < V; ++u) value += lt.coefficients[std::size_t(r)][std::size_t(comp.vars[u])] * x[u];
+          tuples.push_back(value);
+        }
+        return;
+      }
+      for (const auto& s : shapes[std::size_t(shape_ids[i])])
+        for (x[i] = s.lo; x[i] < s.hi; ++x[i]) self(self, i + 1);
+    };
+    visit(visit, 0);
+    std::vector<std::size_t> order(tuples.size() / R);
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto less = [&](std::size_t a, std::size_t b) {
+      return std::lexicographical_compare(tuples.begin() + std::ptrdiff_t(a * R), tuples.begin() + std::ptrdiff_t(a * R + R),
+                                          tuples.begin() + std::ptrdiff_t(b * R), tuples.begin() + std::ptrdiff_t(b * R + R));
+    };
+    std::sort(order.begin(), order.end(), less);
+    std::int64_t size = 0;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (i == 0 || less(order[i - 1], order[i])) ++size;
     return size;
   }
 
