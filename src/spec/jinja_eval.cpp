@@ -660,24 +660,99 @@ JinjaValue Evaluator::get_item(const JinjaValue& obj, const JinjaValue& key) {
   return JinjaUndefined{key.str(), an(obj) + " cannot be indexed with " + an(key)};
 }
 
+namespace {
+
+// A name -> function table, sorted by name so that a lookup is a binary search.
+template <class F>
+struct Named {
+  std::string_view name;
+  F fn;
+};
+
+template <class E, std::size_t N>
+constexpr bool sorted_by_name(const E (&table)[N]) {
+  return std::is_sorted(std::begin(table), std::end(table), [](const E& a, const E& b) { return a.name < b.name; });
+}
+
+// The entry of `table` named `name`, or null.
+template <class E, std::size_t N>
+const E* find_named(const E (&table)[N], std::string_view name) {
+  const E* it = std::lower_bound(std::begin(table), std::end(table), name,
+                                 [](const E& e, std::string_view n) { return e.name < n; });
+  return it != std::end(table) && it->name == name ? it : nullptr;
+}
+
+// A name that no variable has: a built-in function or, in Python, one of math's constants.
+JinjaValue unbound_name(const std::string& name, const JinjaValue& undefined, bool python) {
+  if (is_builtin_global(name, python)) {
+    return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Builtin, name, {}, nullptr}));
+  }
+  if (python) {
+    if (name == "pi") return M_PI;
+    if (name == "e") return M_E;
+    if (name == "tau") return 2 * M_PI;
+    if (name == "inf") return std::numeric_limits<double>::infinity();
+    if (name == "nan") return std::numeric_limits<double>::quiet_NaN();
+    fail_undefined(undefined);  // Python fails at once
+  }
+  return undefined;
+}
+
+JinjaValue dict_literal(Evaluator& ev, const Expr& e) {
+  JinjaValue out{JinjaDict{}};
+  for (std::size_t i = 0; i + 1 < e.children.size(); i += 2) {
+    JinjaValue k = defined(ev.eval(*e.children[i]));
+    if (k.is_sequence() && !k.is_tuple()) type_error("a list cannot be a dict key");
+    JinjaValue v = defined(ev.eval(*e.children[i + 1]));
+    bool replaced = false;
+    for (auto& [ok, ov] : out.dict())
+      if (ok == k) { ov = v; replaced = true; }
+    if (!replaced) out.dict().emplace_back(std::move(k), std::move(v));
+  }
+  return out;
+}
+
+JinjaValue slice_of(Evaluator& ev, const Expr& e) {
+  const JinjaValue obj = defined(ev.eval(*e.children[0]));
+  if (!obj.is_sequence() && !obj.is_string()) type_error(an(obj) + " cannot be sliced");
+  auto part = [&](int k) -> std::optional<std::int64_t> {
+    if (!e.children[std::size_t(k)]) return std::nullopt;
+    JinjaValue v = defined(ev.eval(*e.children[std::size_t(k)]));
+    if (v.is_none()) return std::nullopt;
+    if (!is_integral(v)) type_error("slice indices must be integers");
+    return int_of(v);
+  };
+  const std::optional<std::int64_t> start = part(1), stop = part(2), step_opt = part(3);
+  const std::int64_t step = step_opt.value_or(1);
+  if (step == 0) type_error("slice step cannot be zero");
+  std::vector<JinjaValue> chars;
+  const JinjaList& items = obj.is_string() ? (chars = ev.iterate(obj)) : obj.list();
+  const std::int64_t n = std::int64_t(items.size());
+  auto clamp = [&](std::optional<std::int64_t> i, std::int64_t fallback) {
+    if (!i) return fallback;
+    std::int64_t v = *i < 0 ? *i + n : *i;
+    if (step > 0) return std::clamp<std::int64_t>(v, 0, n);
+    return std::clamp<std::int64_t>(v, -1, n - 1);
+  };
+  const std::int64_t b = clamp(start, step > 0 ? 0 : n - 1), stop_i = clamp(stop, step > 0 ? n : -1);
+  JinjaList out;
+  for (std::int64_t i = b; step > 0 ? i < stop_i : i > stop_i; i += step) out.push_back(items[std::size_t(i)]);
+  if (obj.is_string()) {
+    std::string s;
+    for (const auto& c : out) s += c.as_string();
+    return s;
+  }
+  return JinjaValue(std::move(out), obj.is_tuple());
+}
+
+}  // namespace
+
 JinjaValue Evaluator::eval(const Expr& e) {
   switch (e.kind) {
     case ExprKind::Literal: return e.value;
     case ExprKind::Name: {
       JinjaValue v = lookup(e.name);
-      if (!v.is_undefined()) return v;
-      if (is_builtin_global(e.name, python_)) {
-        return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Builtin, e.name, {}, nullptr}));
-      }
-      if (python_) {
-        if (e.name == "pi") return M_PI;
-        if (e.name == "e") return M_E;
-        if (e.name == "tau") return 2 * M_PI;
-        if (e.name == "inf") return std::numeric_limits<double>::infinity();
-        if (e.name == "nan") return std::numeric_limits<double>::quiet_NaN();
-        fail_undefined(v);  // Python fails at once
-      }
-      return v;
+      return v.is_undefined() ? unbound_name(e.name, v, python_) : v;
     }
     case ExprKind::List:
     case ExprKind::Tuple: {
@@ -685,19 +760,7 @@ JinjaValue Evaluator::eval(const Expr& e) {
       for (const auto& c : e.children) items.push_back(defined(eval(*c)));
       return JinjaValue(std::move(items), e.kind == ExprKind::Tuple);
     }
-    case ExprKind::Dict: {
-      JinjaValue out{JinjaDict{}};
-      for (std::size_t i = 0; i + 1 < e.children.size(); i += 2) {
-        JinjaValue k = defined(eval(*e.children[i]));
-        if (k.is_sequence() && !k.is_tuple()) type_error("a list cannot be a dict key");
-        JinjaValue v = defined(eval(*e.children[i + 1]));
-        bool replaced = false;
-        for (auto& [ok, ov] : out.dict())
-          if (ok == k) { ov = v; replaced = true; }
-        if (!replaced) out.dict().emplace_back(std::move(k), std::move(v));
-      }
-      return out;
-    }
+    case ExprKind::Dict: return dict_literal(*this, e);
     case ExprKind::Unary: {
       const JinjaValue v = defined(eval(*e.children[0]));
       if (!v.is_number()) type_error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
@@ -731,38 +794,7 @@ JinjaValue Evaluator::eval(const Expr& e) {
     }
     case ExprKind::GetAttr: return get_attr(eval(*e.children[0]), e.name);
     case ExprKind::GetItem: return get_item(eval(*e.children[0]), eval(*e.children[1]));
-    case ExprKind::Slice: {
-      const JinjaValue obj = defined(eval(*e.children[0]));
-      if (!obj.is_sequence() && !obj.is_string()) type_error(an(obj) + " cannot be sliced");
-      auto part = [&](int k) -> std::optional<std::int64_t> {
-        if (!e.children[std::size_t(k)]) return std::nullopt;
-        JinjaValue v = defined(eval(*e.children[std::size_t(k)]));
-        if (v.is_none()) return std::nullopt;
-        if (!is_integral(v)) type_error("slice indices must be integers");
-        return int_of(v);
-      };
-      const std::optional<std::int64_t> start = part(1), stop = part(2), step_opt = part(3);
-      const std::int64_t step = step_opt.value_or(1);
-      if (step == 0) type_error("slice step cannot be zero");
-      std::vector<JinjaValue> chars;
-      const JinjaList& items = obj.is_string() ? (chars = iterate(obj)) : obj.list();
-      const std::int64_t n = std::int64_t(items.size());
-      auto clamp = [&](std::optional<std::int64_t> i, std::int64_t fallback) {
-        if (!i) return fallback;
-        std::int64_t v = *i < 0 ? *i + n : *i;
-        if (step > 0) return std::clamp<std::int64_t>(v, 0, n);
-        return std::clamp<std::int64_t>(v, -1, n - 1);
-      };
-      const std::int64_t b = clamp(start, step > 0 ? 0 : n - 1), stop_i = clamp(stop, step > 0 ? n : -1);
-      JinjaList out;
-      for (std::int64_t i = b; step > 0 ? i < stop_i : i > stop_i; i += step) out.push_back(items[std::size_t(i)]);
-      if (obj.is_string()) {
-        std::string s;
-        for (const auto& c : out) s += c.as_string();
-        return s;
-      }
-      return JinjaValue(std::move(out), obj.is_tuple());
-    }
+    case ExprKind::Slice: return slice_of(*this, e);
     case ExprKind::Call: return eval_call(e);
     case ExprKind::Filter: return eval_filter(e);
     case ExprKind::Test: return eval_test(e);
@@ -803,375 +835,634 @@ JinjaValue Evaluator::call(const JinjaValue& f, std::vector<JinjaValue> args, Kw
   return {};
 }
 
-JinjaValue Evaluator::call_builtin(const std::string& name, std::vector<JinjaValue>& args, Kwargs& kwargs) {
-  auto number = [&](std::size_t i) -> const JinjaValue& {
+// ---------------------------------------------------------------- built-in functions
+
+namespace {
+
+// One call of a built-in function: its name (for messages) and its evaluated arguments.
+struct BuiltinCall {
+  Evaluator& ev;
+  const std::string& name;
+  std::vector<JinjaValue>& args;
+  Kwargs& kwargs;
+  std::int64_t* budget;  // for range(), which refuses what the loop budget could never run
+  std::int64_t limit;
+
+  void expect(std::size_t lo, std::size_t hi) const { expect_args(name, args, lo, hi); }
+  const JinjaValue& number(std::size_t i) const {
     if (i >= args.size()) type_error(name + "() needs more arguments");
     if (!args[i].is_number()) type_error(name + "() needs a number, not " + an(args[i]));
     return args[i];
-  };
-  auto integer = [&](std::size_t i) -> std::int64_t {
+  }
+  std::int64_t integer(std::size_t i) const {
     if (i >= args.size()) type_error(name + "() needs more arguments");
     if (!is_integral(args[i])) type_error(name + "() needs an integer, not " + an(args[i]));
     return int_of(args[i]);
-  };
-  auto from_double = [&](double d) -> JinjaValue {
+  }
+  JinjaValue from_double(double d) const {
     if (!std::isfinite(d)) type_error(name + "() of " + JinjaValue(d).str() + " is not an integer");
     return to_int(JinjaValue(d));
+  }
+};
+
+using Builtin = JinjaValue (*)(const BuiltinCall&);
+
+JinjaValue builtin_range(const BuiltinCall& c) {
+  c.expect(1, 3);
+  std::int64_t start = 0, stop = 0, step = 1;
+  if (c.args.size() == 1) stop = c.integer(0);
+  else {
+    start = c.integer(0);
+    stop = c.integer(1);
+    if (c.args.size() == 3) step = c.integer(2);
+  }
+  if (step == 0) type_error("range() step must not be zero");
+  const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
+  const __int128 count = span <= 0 ? 0 : (span - 1) / (step > 0 ? __int128{step} : -__int128{step}) + 1;
+  // A for loop charges its iterations; range() only refuses what could never run.
+  if (c.budget && count > *c.budget) throw JinjaError("more than " + std::to_string(c.limit) + " loop iterations in total");
+  if (count > static_cast<__int128>(kMaxItems)) type_error("range() of more than " + std::to_string(kMaxItems) + " items");
+  JinjaList out;
+  for (__int128 k = 0; k < count; ++k) out.emplace_back(static_cast<std::int64_t>(start + k * step));
+  return JinjaValue(std::move(out));
+}
+
+// The items of dict() and namespace(): a dict or pairs, then the keywords; a later key wins.
+JinjaDict dict_items(const BuiltinCall& c) {
+  JinjaDict out;
+  auto put = [&](JinjaValue k, JinjaValue v) {
+    for (auto& [ok, ov] : out)
+      if (ok == k) { ov = std::move(v); return; }
+    out.emplace_back(std::move(k), std::move(v));
   };
-  if (name == "range") {
-    expect_args(name, args, 1, 3);
-    std::int64_t start = 0, stop = 0, step = 1;
-    if (args.size() == 1) stop = integer(0);
-    else {
-      start = integer(0);
-      stop = integer(1);
-      if (args.size() == 3) step = integer(2);
-    }
-    if (step == 0) type_error("range() step must not be zero");
-    const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
-    const __int128 count = span <= 0 ? 0 : (span - 1) / (step > 0 ? __int128{step} : -__int128{step}) + 1;
-    // A for loop charges its iterations; range() only refuses what could never run.
-    if (budget_ && count > *budget_) throw JinjaError("more than " + std::to_string(limit_) + " loop iterations in total");
-    if (count > static_cast<__int128>(kMaxItems)) type_error("range() of more than " + std::to_string(kMaxItems) + " items");
-    JinjaList out;
-    for (__int128 k = 0; k < count; ++k) out.emplace_back(static_cast<std::int64_t>(start + k * step));
-    return JinjaValue(std::move(out));
-  }
-  if (name == "dict" || name == "namespace") {
-    JinjaDict out;
-    auto put = [&](JinjaValue k, JinjaValue v) {
-      for (auto& [ok, ov] : out)
-        if (ok == k) { ov = std::move(v); return; }
-      out.emplace_back(std::move(k), std::move(v));
-    };
-    if (args.size() > 1) type_error(name + "() takes at most 1 positional argument");
-    if (!args.empty()) {
-      if (args[0].is_dict()) {
-        for (const auto& [k, v] : args[0].dict()) put(k, v);
-      } else {
-        for (const auto& item : iterate(args[0])) {
-          if (!item.is_sequence() || item.list().size() != 2) type_error(name + "() needs pairs");
-          put(item.list()[0], item.list()[1]);
-        }
+  if (c.args.size() > 1) type_error(c.name + "() takes at most 1 positional argument");
+  if (!c.args.empty()) {
+    if (c.args[0].is_dict()) {
+      for (const auto& [k, v] : c.args[0].dict()) put(k, v);
+    } else {
+      for (const auto& item : c.ev.iterate(c.args[0])) {
+        if (!item.is_sequence() || item.list().size() != 2) type_error(c.name + "() needs pairs");
+        put(item.list()[0], item.list()[1]);
       }
     }
-    for (const auto& [k, v] : kwargs) put(k, v);
-    return name == "dict" ? JinjaValue(std::move(out)) : JinjaValue::make_namespace(std::move(out));
   }
-  // Python's builtins and math functions (Python expressions only).
-  if (name == "ceil" || name == "floor" || name == "trunc") {
-    expect_args(name, args, 1, 1);
-    const JinjaValue& x = number(0);
+  for (const auto& [k, v] : c.kwargs) put(k, v);
+  return out;
+}
+
+JinjaValue builtin_dict(const BuiltinCall& c) { return JinjaValue(dict_items(c)); }
+JinjaValue builtin_namespace(const BuiltinCall& c) { return JinjaValue::make_namespace(dict_items(c)); }
+
+// Python's builtins and math functions (Python expressions only).
+
+// ceil, floor and trunc: an int stays, a float becomes an int.
+JinjaValue to_whole(const BuiltinCall& c, double (*whole)(double)) {
+  c.expect(1, 1);
+  const JinjaValue& x = c.number(0);
+  if (is_integral(x)) return int_of(x);
+  return c.from_double(whole(x.as_float()));
+}
+
+JinjaValue builtin_ceil(const BuiltinCall& c) { return to_whole(c, [](double d) { return std::ceil(d); }); }
+JinjaValue builtin_floor(const BuiltinCall& c) { return to_whole(c, [](double d) { return std::floor(d); }); }
+JinjaValue builtin_trunc(const BuiltinCall& c) { return to_whole(c, [](double d) { return std::trunc(d); }); }
+
+JinjaValue builtin_abs(const BuiltinCall& c) {
+  c.expect(1, 1);
+  const JinjaValue& x = c.number(0);
+  if (x.is_float()) return std::fabs(x.as_float());
+  return int_of(x) < 0 ? sub(0, int_of(x)) : int_of(x);
+}
+
+JinjaValue builtin_round(const BuiltinCall& c) {
+  c.expect(1, 2);
+  const JinjaValue& x = c.number(0);
+  if (c.args.size() == 1 || c.args[1].is_none()) {
     if (is_integral(x)) return int_of(x);
-    const double d = x.as_float();
-    return from_double(name == "ceil" ? std::ceil(d) : name == "floor" ? std::floor(d) : std::trunc(d));
+    return c.from_double(round_half_even(x.as_float(), 0));
   }
-  if (name == "abs") {
-    expect_args(name, args, 1, 1);
-    const JinjaValue& x = number(0);
-    if (x.is_float()) return std::fabs(x.as_float());
-    return int_of(x) < 0 ? sub(0, int_of(x)) : int_of(x);
+  const std::int64_t digits = c.integer(1);
+  if (is_integral(x)) return int_of(x);
+  return round_half_even(x.as_float(), digits);
+}
+
+// min() and max() of the arguments, or of the items of a single one.
+JinjaValue extreme(const BuiltinCall& c, bool min) {
+  JinjaList items = c.args.size() == 1 ? c.ev.iterate(c.args[0]) : c.args;
+  if (items.empty()) type_error(c.name + "() of an empty sequence");
+  JinjaValue best = items[0];
+  for (std::size_t i = 1; i < items.size(); ++i)
+    if (min ? less_than(items[i], best) : less_than(best, items[i])) best = items[i];
+  return best;
+}
+
+JinjaValue builtin_min(const BuiltinCall& c) { return extreme(c, true); }
+JinjaValue builtin_max(const BuiltinCall& c) { return extreme(c, false); }
+
+// sum() and prod(): `op` over the items, from the argument or keyword `start`.
+JinjaValue fold(const BuiltinCall& c, const std::string& op, JinjaValue start) {
+  c.expect(1, 2);
+  JinjaValue total = arg(c.args, c.kwargs, 1, "start", std::move(start));
+  for (const auto& x : c.ev.iterate(c.args[0])) total = binary_op(op, total, x);
+  return total;
+}
+
+JinjaValue builtin_sum(const BuiltinCall& c) { return fold(c, "+", 0); }
+JinjaValue builtin_prod(const BuiltinCall& c) { return fold(c, "*", 1); }
+
+JinjaValue builtin_len(const BuiltinCall& c) {
+  c.expect(1, 1);
+  const JinjaValue& x = c.args[0];
+  if (x.is_string()) return std::int64_t(x.as_string().size());
+  if (x.is_sequence()) return std::int64_t(x.list().size());
+  if (x.is_dict()) return std::int64_t(x.dict().size());
+  type_error(an(x) + " has no len()");
+}
+
+JinjaValue builtin_int(const BuiltinCall& c) {
+  c.expect(0, 2);
+  if (c.args.empty()) return 0;
+  return to_int(c.args[0], c.args.size() > 1 ? int(c.integer(1)) : 10);
+}
+
+JinjaValue builtin_float(const BuiltinCall& c) {
+  c.expect(0, 1);
+  return c.args.empty() ? 0.0 : to_float(c.args[0]);
+}
+
+JinjaValue builtin_str(const BuiltinCall& c) { return c.args.empty() ? std::string() : c.args[0].str(); }
+JinjaValue builtin_bool(const BuiltinCall& c) { return !c.args.empty() && c.args[0].truthy(); }
+
+JinjaValue items_as(const BuiltinCall& c, bool tuple) {
+  c.expect(0, 1);
+  return JinjaValue(c.args.empty() ? JinjaList{} : c.ev.iterate(c.args[0]), tuple);
+}
+
+JinjaValue builtin_list(const BuiltinCall& c) { return items_as(c, false); }
+JinjaValue builtin_tuple(const BuiltinCall& c) { return items_as(c, true); }
+
+JinjaValue builtin_pow(const BuiltinCall& c) {
+  c.expect(2, 3);
+  JinjaValue r = binary_op("**", c.number(0), c.number(1));
+  if (c.args.size() == 3) r = binary_op("%", r, c.number(2));
+  return r;
+}
+
+// |argument i| for gcd() and lcm(); the most negative int64 has none.
+std::int64_t magnitude(const BuiltinCall& c, std::size_t i) {
+  const std::int64_t x = c.integer(i);
+  if (x == std::numeric_limits<std::int64_t>::min()) overflow();
+  return std::abs(x);
+}
+
+JinjaValue builtin_gcd(const BuiltinCall& c) {
+  std::int64_t r = 0;
+  for (std::size_t i = 0; i < c.args.size(); ++i) r = std::gcd(r, magnitude(c, i));
+  return r;
+}
+
+JinjaValue builtin_lcm(const BuiltinCall& c) {
+  std::int64_t r = 1;
+  for (std::size_t i = 0; i < c.args.size(); ++i) {
+    const std::int64_t a = magnitude(c, i);
+    if (a == 0 || r == 0) r = 0;
+    else r = mul(r / std::gcd(r, a), a);
   }
-  if (name == "round") {
-    expect_args(name, args, 1, 2);
-    const JinjaValue& x = number(0);
-    if (args.size() == 1 || args[1].is_none()) {
-      if (is_integral(x)) return int_of(x);
-      return from_double(round_half_even(x.as_float(), 0));
-    }
-    const std::int64_t digits = integer(1);
-    if (is_integral(x)) return int_of(x);
-    return round_half_even(x.as_float(), digits);
+  return r;
+}
+
+JinjaValue builtin_isqrt(const BuiltinCall& c) {
+  c.expect(1, 1);
+  const std::int64_t x = c.integer(0);
+  if (x < 0) type_error("isqrt() of a negative number");
+  std::int64_t r = static_cast<std::int64_t>(std::sqrt(double(x)));
+  while (r > 0 && static_cast<__int128>(r) * r > x) --r;
+  while (static_cast<__int128>(r + 1) * (r + 1) <= x) ++r;
+  return r;
+}
+
+// n and k of factorial(), comb() and perm(): k is n unless given.
+std::pair<std::int64_t, std::int64_t> counts(const BuiltinCall& c, bool takes_k) {
+  const std::int64_t n = c.integer(0);
+  const std::int64_t k = takes_k && c.args.size() > 1 ? c.integer(1) : n;
+  if (n < 0 || k < 0) type_error(c.name + "() of a negative number");
+  return {n, k};
+}
+
+// n * (n - 1) * ... * (n - k + 1).
+JinjaValue falling_factorial(std::int64_t n, std::int64_t k) {
+  if (k > n) return 0;
+  std::int64_t r = 1;
+  for (std::int64_t i = n - k + 1; i <= n; ++i) r = mul(r, i);
+  return r;
+}
+
+JinjaValue builtin_factorial(const BuiltinCall& c) {
+  const auto [n, k] = counts(c, false);
+  return falling_factorial(n, k);
+}
+
+JinjaValue builtin_perm(const BuiltinCall& c) {
+  const auto [n, k] = counts(c, true);
+  return falling_factorial(n, k);
+}
+
+JinjaValue builtin_comb(const BuiltinCall& c) {
+  const auto [n, k] = counts(c, true);
+  if (k > n) return 0;
+  std::int64_t r = 1;
+  const std::int64_t kk = std::min(k, n - k);
+  for (std::int64_t i = 1; i <= kk; ++i) {
+    __int128 w = static_cast<__int128>(r) * (n - kk + i) / i;
+    if (w > std::numeric_limits<std::int64_t>::max()) overflow();
+    r = static_cast<std::int64_t>(w);
   }
-  if (name == "min" || name == "max") {
-    JinjaList items = args.size() == 1 ? iterate(args[0]) : args;
-    if (items.empty()) type_error(name + "() of an empty sequence");
-    JinjaValue best = items[0];
-    for (std::size_t i = 1; i < items.size(); ++i)
-      if (name == "min" ? less_than(items[i], best) : less_than(best, items[i])) best = items[i];
-    return best;
-  }
-  if (name == "sum" || name == "prod") {
-    expect_args(name, args, 1, 2);
-    JinjaValue total = arg(args, kwargs, 1, "start", name == "sum" ? JinjaValue(0) : JinjaValue(1));
-    for (const auto& x : iterate(args[0])) total = binary_op(name == "sum" ? "+" : "*", total, x);
-    return total;
-  }
-  if (name == "len") {
-    expect_args(name, args, 1, 1);
-    if (args[0].is_string()) return std::int64_t(args[0].as_string().size());
-    if (args[0].is_sequence()) return std::int64_t(args[0].list().size());
-    if (args[0].is_dict()) return std::int64_t(args[0].dict().size());
-    type_error(an(args[0]) + " has no len()");
-  }
-  if (name == "int") {
-    expect_args(name, args, 0, 2);
-    if (args.empty()) return 0;
-    return to_int(args[0], args.size() > 1 ? int(integer(1)) : 10);
-  }
-  if (name == "float") {
-    expect_args(name, args, 0, 1);
-    return args.empty() ? 0.0 : to_float(args[0]);
-  }
-  if (name == "str") return args.empty() ? std::string() : args[0].str();
-  if (name == "bool") return !args.empty() && args[0].truthy();
-  if (name == "list" || name == "tuple") {
-    expect_args(name, args, 0, 1);
-    return JinjaValue(args.empty() ? JinjaList{} : iterate(args[0]), name == "tuple");
-  }
-  if (name == "pow") {
-    expect_args(name, args, 2, 3);
-    JinjaValue r = binary_op("**", number(0), number(1));
-    if (args.size() == 3) r = binary_op("%", r, number(2));
-    return r;
-  }
-  if (name == "gcd" || name == "lcm") {
-    std::int64_t r = name == "gcd" ? 0 : 1;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::int64_t x = integer(i);
-      if (x == std::numeric_limits<std::int64_t>::min()) overflow();
-      const std::int64_t a = std::abs(x);
-      if (name == "gcd") r = std::gcd(r, a);
-      else if (a == 0 || r == 0) r = 0;
-      else r = mul(r / std::gcd(r, a), a);
-    }
-    return r;
-  }
-  if (name == "isqrt") {
-    expect_args(name, args, 1, 1);
-    const std::int64_t x = integer(0);
-    if (x < 0) type_error("isqrt() of a negative number");
-    std::int64_t r = static_cast<std::int64_t>(std::sqrt(double(x)));
-    while (r > 0 && static_cast<__int128>(r) * r > x) --r;
-    while (static_cast<__int128>(r + 1) * (r + 1) <= x) ++r;
-    return r;
-  }
-  if (name == "factorial" || name == "comb" || name == "perm") {
-    const std::int64_t n = integer(0);
-    const std::int64_t k = name == "factorial" ? n : args.size() > 1 ? integer(1) : n;
-    if (n < 0 || k < 0) type_error(name + "() of a negative number");
-    if (k > n) return 0;
-    std::int64_t r = 1;
-    if (name == "comb") {
-      const std::int64_t kk = std::min(k, n - k);
-      for (std::int64_t i = 1; i <= kk; ++i) {
-        __int128 w = static_cast<__int128>(r) * (n - kk + i) / i;
-        if (w > std::numeric_limits<std::int64_t>::max()) overflow();
-        r = static_cast<std::int64_t>(w);
-      }
-      return r;
-    }
-    for (std::int64_t i = n - k + 1; i <= n; ++i) r = mul(r, i);
-    return r;
-  }
-  // Float functions.
-  const double x = number(0).is_float() ? args[0].as_float() : double(int_of(args[0]));
-  if (name == "sqrt") {
-    if (x < 0) type_error("math domain error: sqrt of a negative number");
-    return std::sqrt(x);
-  }
-  if (name == "exp") return std::exp(x);
-  if (name == "log" || name == "log2" || name == "log10") {
-    if (x <= 0) type_error("math domain error: log of a number <= 0");
-    if (name == "log2") return std::log2(x);
-    if (name == "log10") return std::log10(x);
-    if (args.size() > 1) return std::log(x) / std::log(float_of(number(1)));
-    return std::log(x);
-  }
-  if (name == "fmod") return std::fmod(x, float_of(number(1)));
-  if (name == "copysign") return std::copysign(x, float_of(number(1)));
-  if (name == "hypot") {
-    double s = 0;
-    for (std::size_t i = 0; i < args.size(); ++i) s += float_of(number(i)) * float_of(number(i));
-    return std::sqrt(s);
-  }
+  return r;
+}
+
+// The float functions check their first argument before anything of their own.
+double first_float(const BuiltinCall& c) { return float_of(c.number(0)); }
+
+JinjaValue builtin_sqrt(const BuiltinCall& c) {
+  const double x = first_float(c);
+  if (x < 0) type_error("math domain error: sqrt of a negative number");
+  return std::sqrt(x);
+}
+
+JinjaValue builtin_exp(const BuiltinCall& c) { return std::exp(first_float(c)); }
+
+double log_argument(const BuiltinCall& c) {
+  const double x = first_float(c);
+  if (x <= 0) type_error("math domain error: log of a number <= 0");
+  return x;
+}
+
+JinjaValue builtin_log(const BuiltinCall& c) {
+  const double x = log_argument(c);
+  if (c.args.size() > 1) return std::log(x) / std::log(float_of(c.number(1)));
+  return std::log(x);
+}
+
+JinjaValue builtin_log2(const BuiltinCall& c) { return std::log2(log_argument(c)); }
+JinjaValue builtin_log10(const BuiltinCall& c) { return std::log10(log_argument(c)); }
+
+JinjaValue builtin_fmod(const BuiltinCall& c) {
+  const double x = first_float(c);
+  return std::fmod(x, float_of(c.number(1)));
+}
+
+JinjaValue builtin_copysign(const BuiltinCall& c) {
+  const double x = first_float(c);
+  return std::copysign(x, float_of(c.number(1)));
+}
+
+JinjaValue builtin_hypot(const BuiltinCall& c) {
+  first_float(c);
+  double s = 0;
+  for (std::size_t i = 0; i < c.args.size(); ++i) s += float_of(c.number(i)) * float_of(c.number(i));
+  return std::sqrt(s);
+}
+
+constexpr Named<Builtin> kBuiltins[] = {
+    {"abs", builtin_abs}, {"bool", builtin_bool}, {"ceil", builtin_ceil}, {"comb", builtin_comb},
+    {"copysign", builtin_copysign}, {"dict", builtin_dict}, {"exp", builtin_exp}, {"factorial", builtin_factorial},
+    {"float", builtin_float}, {"floor", builtin_floor}, {"fmod", builtin_fmod}, {"gcd", builtin_gcd},
+    {"hypot", builtin_hypot}, {"int", builtin_int}, {"isqrt", builtin_isqrt}, {"lcm", builtin_lcm},
+    {"len", builtin_len}, {"list", builtin_list}, {"log", builtin_log}, {"log10", builtin_log10},
+    {"log2", builtin_log2}, {"max", builtin_max}, {"min", builtin_min}, {"namespace", builtin_namespace},
+    {"perm", builtin_perm}, {"pow", builtin_pow}, {"prod", builtin_prod}, {"range", builtin_range},
+    {"round", builtin_round}, {"sqrt", builtin_sqrt}, {"str", builtin_str}, {"sum", builtin_sum},
+    {"trunc", builtin_trunc}, {"tuple", builtin_tuple},
+};
+static_assert(sorted_by_name(kBuiltins));
+
+}  // namespace
+
+JinjaValue Evaluator::call_builtin(const std::string& name, std::vector<JinjaValue>& args, Kwargs& kwargs) {
+  const BuiltinCall c{*this, name, args, kwargs, budget_, limit_};
+  if (const Named<Builtin>* f = find_named(kBuiltins, name)) return f->fn(c);
+  first_float(c);  // an unknown name has always failed the float functions' check first
   type_error("unknown function '" + name + "'");
 }
 
-JinjaValue Evaluator::call_method(const JinjaValue& self, const std::string& name, std::vector<JinjaValue>& args,
-                                  Kwargs& kwargs) {
-  if (self.is_dict()) {
-    JinjaDict& d = self.dict();
-    if (name == "items") return items_of(self);
-    if (name == "keys" || name == "values") {
-      JinjaList out;
-      for (const auto& [k, v] : d) out.push_back(name == "keys" ? k : v);
-      return JinjaValue(std::move(out));
-    }
-    if (name == "get") {
-      expect_args(name, args, 1, 2);
-      if (const JinjaValue* v = self.find(args[0])) return *v;
-      return args.size() > 1 ? args[1] : JinjaValue();
-    }
-    if (name == "copy") return JinjaValue(JinjaDict(d));
-    if (name == "update") {
-      JinjaValue other = args.empty() ? JinjaValue(JinjaDict{}) : args[0];
-      JinjaDict incoming = other.is_dict() ? other.dict() : JinjaDict{};
-      for (const auto& [k, v] : kwargs) incoming.emplace_back(k, v);
-      for (const auto& [k, v] : incoming) {
-        bool found = false;
-        for (auto& [ok, ov] : d)
-          if (ok == k) { ov = v; found = true; }
-        if (!found) d.emplace_back(k, v);
-      }
-      return {};
-    }
-    if (name == "pop" || name == "setdefault") {
-      expect_args(name, args, 1, 2);
-      for (auto it = d.begin(); it != d.end(); ++it)
-        if (it->first == args[0]) {
-          JinjaValue v = it->second;
-          if (name == "pop") d.erase(it);
-          return v;
-        }
-      if (name == "setdefault") {
-        d.emplace_back(args[0], args.size() > 1 ? args[1] : JinjaValue());
-        return d.back().second;
-      }
-      if (args.size() > 1) return args[1];
-      type_error("pop(): no key " + args[0].repr());
-    }
+// ---------------------------------------------------------------- methods
+
+namespace {
+
+// One call of a method of a dict, list, tuple or string: `self.name(args)`.
+struct MethodCall {
+  Evaluator& ev;
+  const std::string& name;
+  const JinjaValue& self;
+  std::vector<JinjaValue>& args;
+  Kwargs& kwargs;
+
+  void expect(std::size_t lo, std::size_t hi) const { expect_args(name, args, lo, hi); }
+};
+
+using Method = JinjaValue (*)(const MethodCall&);
+
+JinjaValue dict_items_method(const MethodCall& c) { return items_of(c.self); }
+
+JinjaValue dict_keys(const MethodCall& c) {
+  JinjaList out;
+  for (const auto& [k, v] : c.self.dict()) out.push_back(k);
+  return JinjaValue(std::move(out));
+}
+
+JinjaValue dict_values(const MethodCall& c) {
+  JinjaList out;
+  for (const auto& [k, v] : c.self.dict()) out.push_back(v);
+  return JinjaValue(std::move(out));
+}
+
+JinjaValue dict_get(const MethodCall& c) {
+  c.expect(1, 2);
+  if (const JinjaValue* v = c.self.find(c.args[0])) return *v;
+  return c.args.size() > 1 ? c.args[1] : JinjaValue();
+}
+
+JinjaValue dict_copy(const MethodCall& c) { return JinjaValue(JinjaDict(c.self.dict())); }
+
+JinjaValue dict_update(const MethodCall& c) {
+  JinjaDict& d = c.self.dict();
+  JinjaValue other = c.args.empty() ? JinjaValue(JinjaDict{}) : c.args[0];
+  JinjaDict incoming = other.is_dict() ? other.dict() : JinjaDict{};
+  for (const auto& [k, v] : c.kwargs) incoming.emplace_back(k, v);
+  for (const auto& [k, v] : incoming) {
+    bool found = false;
+    for (auto& [ok, ov] : d)
+      if (ok == k) { ov = v; found = true; }
+    if (!found) d.emplace_back(k, v);
   }
-  if (self.is_sequence()) {
-    JinjaList& l = self.list();
-    if (name == "index") {
-      for (std::size_t i = 0; i < l.size(); ++i)
-        if (!args.empty() && l[i] == args[0]) return std::int64_t(i);
-      type_error("index(): the item is not in the list");
-    }
-    if (name == "count") {
-      expect_args(name, args, 1, 1);
-      return std::int64_t(std::count(l.begin(), l.end(), args[0]));
-    }
-    if (name == "append" || name == "insert" || name == "extend") {
-      if (l.size() >= kMaxItems) throw JinjaError("list too long");
-      if (name == "append") {
-        expect_args(name, args, 1, 1);
-        l.push_back(args[0]);
-      } else if (name == "extend") {
-        expect_args(name, args, 1, 1);
-        for (auto& x : iterate(args[0])) l.push_back(std::move(x));
-      } else {
-        expect_args(name, args, 2, 2);
-        std::int64_t i = to_int(args[0]), n = std::int64_t(l.size());
-        if (i < 0) i = std::max<std::int64_t>(0, i + n);
-        l.insert(l.begin() + std::min(i, n), args[1]);
-      }
-      return {};
-    }
-    if (name == "pop") {
-      if (l.empty()) type_error("pop() from an empty list");
-      std::int64_t i = args.empty() ? -1 : to_int(args[0]), n = std::int64_t(l.size());
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) type_error("pop() index out of range");
-      JinjaValue v = l[std::size_t(i)];
-      l.erase(l.begin() + i);
+  return {};
+}
+
+JinjaValue dict_pop(const MethodCall& c) {
+  c.expect(1, 2);
+  JinjaDict& d = c.self.dict();
+  for (auto it = d.begin(); it != d.end(); ++it)
+    if (it->first == c.args[0]) {
+      JinjaValue v = it->second;
+      d.erase(it);
       return v;
     }
-    if (name == "remove") {
-      for (auto it = l.begin(); it != l.end(); ++it)
-        if (!args.empty() && *it == args[0]) {
-          l.erase(it);
-          return {};
-        }
-      type_error("remove(): the item is not in the list");
-    }
-    if (name == "reverse") {
-      std::reverse(l.begin(), l.end());
+  if (c.args.size() > 1) return c.args[1];
+  type_error("pop(): no key " + c.args[0].repr());
+}
+
+JinjaValue dict_setdefault(const MethodCall& c) {
+  c.expect(1, 2);
+  JinjaDict& d = c.self.dict();
+  for (const auto& [k, v] : d)
+    if (k == c.args[0]) return v;
+  d.emplace_back(c.args[0], c.args.size() > 1 ? c.args[1] : JinjaValue());
+  return d.back().second;
+}
+
+constexpr Named<Method> kDictMethods[] = {
+    {"copy", dict_copy}, {"get", dict_get}, {"items", dict_items_method}, {"keys", dict_keys}, {"pop", dict_pop},
+    {"setdefault", dict_setdefault}, {"update", dict_update}, {"values", dict_values},
+};
+static_assert(sorted_by_name(kDictMethods));
+
+JinjaValue list_index(const MethodCall& c) {
+  const JinjaList& l = c.self.list();
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (!c.args.empty() && l[i] == c.args[0]) return std::int64_t(i);
+  type_error("index(): the item is not in the list");
+}
+
+JinjaValue list_count(const MethodCall& c) {
+  c.expect(1, 1);
+  const JinjaList& l = c.self.list();
+  return std::int64_t(std::count(l.begin(), l.end(), c.args[0]));
+}
+
+// The list that append, extend and insert grow: a full one refuses before the arguments are checked.
+JinjaList& growable(const MethodCall& c) {
+  JinjaList& l = c.self.list();
+  if (l.size() >= kMaxItems) throw JinjaError("list too long");
+  return l;
+}
+
+JinjaValue list_append(const MethodCall& c) {
+  JinjaList& l = growable(c);
+  c.expect(1, 1);
+  l.push_back(c.args[0]);
+  return {};
+}
+
+JinjaValue list_extend(const MethodCall& c) {
+  JinjaList& l = growable(c);
+  c.expect(1, 1);
+  for (auto& x : c.ev.iterate(c.args[0])) l.push_back(std::move(x));
+  return {};
+}
+
+JinjaValue list_insert(const MethodCall& c) {
+  JinjaList& l = growable(c);
+  c.expect(2, 2);
+  std::int64_t i = to_int(c.args[0]), n = std::int64_t(l.size());
+  if (i < 0) i = std::max<std::int64_t>(0, i + n);
+  l.insert(l.begin() + std::min(i, n), c.args[1]);
+  return {};
+}
+
+JinjaValue list_pop(const MethodCall& c) {
+  JinjaList& l = c.self.list();
+  if (l.empty()) type_error("pop() from an empty list");
+  std::int64_t i = c.args.empty() ? -1 : to_int(c.args[0]), n = std::int64_t(l.size());
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) type_error("pop() index out of range");
+  JinjaValue v = l[std::size_t(i)];
+  l.erase(l.begin() + i);
+  return v;
+}
+
+JinjaValue list_remove(const MethodCall& c) {
+  JinjaList& l = c.self.list();
+  for (auto it = l.begin(); it != l.end(); ++it)
+    if (!c.args.empty() && *it == c.args[0]) {
+      l.erase(it);
       return {};
     }
-    if (name == "sort") {
-      std::stable_sort(l.begin(), l.end(), [](const JinjaValue& a, const JinjaValue& b) { return less_than(a, b); });
-      if (const JinjaValue* r = kwarg(kwargs, "reverse"); r && r->truthy()) std::reverse(l.begin(), l.end());
-      return {};
-    }
-    if (name == "copy") return JinjaValue(JinjaList(l));
+  type_error("remove(): the item is not in the list");
+}
+
+JinjaValue list_reverse(const MethodCall& c) {
+  JinjaList& l = c.self.list();
+  std::reverse(l.begin(), l.end());
+  return {};
+}
+
+JinjaValue list_sort(const MethodCall& c) {
+  JinjaList& l = c.self.list();
+  std::stable_sort(l.begin(), l.end(), [](const JinjaValue& a, const JinjaValue& b) { return less_than(a, b); });
+  if (const JinjaValue* r = kwarg(c.kwargs, "reverse"); r && r->truthy()) std::reverse(l.begin(), l.end());
+  return {};
+}
+
+JinjaValue list_copy(const MethodCall& c) { return JinjaValue(JinjaList(c.self.list())); }
+
+// Tuples share this table: get_attr offers them only index and count.
+constexpr Named<Method> kListMethods[] = {
+    {"append", list_append}, {"copy", list_copy}, {"count", list_count}, {"extend", list_extend},
+    {"index", list_index}, {"insert", list_insert}, {"pop", list_pop}, {"remove", list_remove},
+    {"reverse", list_reverse}, {"sort", list_sort},
+};
+static_assert(sorted_by_name(kListMethods));
+
+const std::string& str_arg(const MethodCall& c, std::size_t i) {
+  if (i >= c.args.size() || !c.args[i].is_string()) type_error(c.name + "() needs a string argument");
+  return c.args[i].as_string();
+}
+
+JinjaValue str_upper(const MethodCall& c) { return upper(c.self.as_string()); }
+JinjaValue str_lower(const MethodCall& c) { return lower(c.self.as_string()); }
+JinjaValue str_title(const MethodCall& c) { return title_case(c.self.as_string()); }
+JinjaValue str_capitalize(const MethodCall& c) { return capitalize(c.self.as_string()); }
+
+JinjaValue stripped(const MethodCall& c, bool left, bool right) {
+  const std::string* chars = !c.args.empty() && c.args[0].is_string() ? &c.args[0].as_string() : nullptr;
+  return strip(c.self.as_string(), chars, left, right);
+}
+
+JinjaValue str_strip(const MethodCall& c) { return stripped(c, true, true); }
+JinjaValue str_lstrip(const MethodCall& c) { return stripped(c, true, false); }
+JinjaValue str_rstrip(const MethodCall& c) { return stripped(c, false, true); }
+
+JinjaValue str_split(const MethodCall& c) {
+  const JinjaValue sep = arg(c.args, c.kwargs, 0, "sep");
+  const std::int64_t max_split = to_int(arg(c.args, c.kwargs, 1, "maxsplit", -1));
+  return string_list(split(c.self.as_string(), sep, max_split));
+}
+
+JinjaValue str_rsplit(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  const JinjaValue sep = arg(c.args, c.kwargs, 0, "sep");
+  const std::int64_t max_split = to_int(arg(c.args, c.kwargs, 1, "maxsplit", -1));
+  if (max_split < 0) return string_list(split(s, sep, max_split));
+  // Split from the right: split all, then join the leftmost ones back.
+  std::vector<std::string> all = split(s, sep, -1);
+  if (std::int64_t(all.size()) <= max_split + 1) return string_list(all);
+  const std::string joiner = sep.is_none() ? " " : sep.as_string();
+  std::string head = all[0];
+  const std::size_t keep = all.size() - std::size_t(max_split);
+  for (std::size_t i = 1; i < keep; ++i) head += joiner + all[i];
+  std::vector<std::string> out{head};
+  out.insert(out.end(), all.begin() + std::ptrdiff_t(keep), all.end());
+  return string_list(out);
+}
+
+JinjaValue str_splitlines(const MethodCall& c) {
+  return string_list(split(replace_all(c.self.as_string(), "\r\n", "\n", -1), JinjaValue("\n"), -1));
+}
+
+JinjaValue str_join(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  std::string out;
+  bool first = true;
+  for (const auto& x : c.ev.iterate(arg(c.args, c.kwargs, 0, "iterable"))) {
+    if (!x.is_string()) type_error("join() needs strings, not " + an(x));
+    out += (first ? "" : s) + x.as_string();
+    first = false;
+    if (out.size() > kMaxString) throw JinjaError("string too long");
   }
-  if (self.is_string()) {
-    const std::string& s = self.as_string();
-    auto str_arg = [&](std::size_t i) -> const std::string& {
-      if (i >= args.size() || !args[i].is_string()) type_error(name + "() needs a string argument");
-      return args[i].as_string();
-    };
-    if (name == "upper") return upper(s);
-    if (name == "lower") return lower(s);
-    if (name == "title") return title_case(s);
-    if (name == "capitalize") return capitalize(s);
-    if (name == "strip" || name == "lstrip" || name == "rstrip") {
-      const std::string* chars = !args.empty() && args[0].is_string() ? &args[0].as_string() : nullptr;
-      return strip(s, chars, name != "rstrip", name != "lstrip");
-    }
-    if (name == "split" || name == "rsplit") {
-      const JinjaValue sep = arg(args, kwargs, 0, "sep");
-      const std::int64_t max_split = to_int(arg(args, kwargs, 1, "maxsplit", -1));
-      if (name == "rsplit" && max_split >= 0) {
-        // Split from the right: split all, then join the leftmost ones back.
-        std::vector<std::string> all = split(s, sep, -1);
-        if (std::int64_t(all.size()) > max_split + 1) {
-          const std::string joiner = sep.is_none() ? " " : sep.as_string();
-          std::string head = all[0];
-          const std::size_t keep = all.size() - std::size_t(max_split);
-          for (std::size_t i = 1; i < keep; ++i) head += joiner + all[i];
-          std::vector<std::string> out{head};
-          out.insert(out.end(), all.begin() + std::ptrdiff_t(keep), all.end());
-          return string_list(out);
-        }
-        return string_list(all);
-      }
-      return string_list(split(s, sep, max_split));
-    }
-    if (name == "splitlines") return string_list(split(replace_all(s, "\r\n", "\n", -1), JinjaValue("\n"), -1));
-    if (name == "join") {
-      std::string out;
-      bool first = true;
-      for (const auto& x : iterate(arg(args, kwargs, 0, "iterable"))) {
-        if (!x.is_string()) type_error("join() needs strings, not " + an(x));
-        out += (first ? "" : s) + x.as_string();
-        first = false;
-        if (out.size() > kMaxString) throw JinjaError("string too long");
-      }
-      return out;
-    }
-    if (name == "startswith" || name == "endswith") {
-      const std::string& p = str_arg(0);
-      if (p.size() > s.size()) return false;
-      return name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0;
-    }
-    if (name == "replace") {
-      return replace_all(s, str_arg(0), str_arg(1), args.size() > 2 ? to_int(args[2]) : -1);
-    }
-    if (name == "find" || name == "index") {
-      const std::size_t hit = s.find(str_arg(0));
-      if (hit == std::string::npos) {
-        if (name == "index") type_error("index(): substring not found");
-        return -1;
-      }
-      return std::int64_t(hit);
-    }
-    if (name == "count") {
-      const std::string& p = str_arg(0);
-      if (p.empty()) return std::int64_t(characters(s).size() + 1);
-      std::int64_t n = 0;
-      for (std::size_t pos = s.find(p); pos != std::string::npos; pos = s.find(p, pos + p.size())) ++n;
-      return n;
-    }
-    auto all_of = [&](int (*pred)(int)) {
-      return !s.empty() && std::all_of(s.begin(), s.end(), [pred](char c) { return pred(static_cast<unsigned char>(c)) != 0; });
-    };
-    if (name == "isdigit") return all_of(std::isdigit);
-    if (name == "isalpha") return all_of(std::isalpha);
-    if (name == "isalnum") return all_of(std::isalnum);
-    if (name == "isupper") return s != lower(s) && s == upper(s);
-    if (name == "islower") return s != upper(s) && s == lower(s);
-    if (name == "zfill") {
-      const std::int64_t width = to_int(arg(args, kwargs, 0, "width", 0));
-      if (width <= std::int64_t(s.size())) return s;
-      if (std::size_t(width) > kMaxString) throw JinjaError("string too long");
-      const std::size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+');
-      return s.substr(0, sign) + std::string(std::size_t(width) - s.size(), '0') + s.substr(sign);
-    }
-    if (name == "format") return python_format(s, args, kwargs);
-  }
+  return out;
+}
+
+JinjaValue str_startswith(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  const std::string& p = str_arg(c, 0);
+  return p.size() <= s.size() && s.compare(0, p.size(), p) == 0;
+}
+
+JinjaValue str_endswith(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  const std::string& p = str_arg(c, 0);
+  return p.size() <= s.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+JinjaValue str_replace(const MethodCall& c) {
+  return replace_all(c.self.as_string(), str_arg(c, 0), str_arg(c, 1), c.args.size() > 2 ? to_int(c.args[2]) : -1);
+}
+
+JinjaValue str_find(const MethodCall& c) {
+  const std::size_t hit = c.self.as_string().find(str_arg(c, 0));
+  return hit == std::string::npos ? std::int64_t(-1) : std::int64_t(hit);
+}
+
+JinjaValue str_index(const MethodCall& c) {
+  const std::size_t hit = c.self.as_string().find(str_arg(c, 0));
+  if (hit == std::string::npos) type_error("index(): substring not found");
+  return std::int64_t(hit);
+}
+
+JinjaValue str_count(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  const std::string& p = str_arg(c, 0);
+  if (p.empty()) return std::int64_t(characters(s).size() + 1);
+  std::int64_t n = 0;
+  for (std::size_t pos = s.find(p); pos != std::string::npos; pos = s.find(p, pos + p.size())) ++n;
+  return n;
+}
+
+// isdigit() and the like: a non-empty string of such characters.
+bool all_chars(const MethodCall& c, int (*pred)(int)) {
+  const std::string& s = c.self.as_string();
+  return !s.empty() && std::all_of(s.begin(), s.end(), [pred](char ch) { return pred(static_cast<unsigned char>(ch)) != 0; });
+}
+
+JinjaValue str_isdigit(const MethodCall& c) { return all_chars(c, std::isdigit); }
+JinjaValue str_isalpha(const MethodCall& c) { return all_chars(c, std::isalpha); }
+JinjaValue str_isalnum(const MethodCall& c) { return all_chars(c, std::isalnum); }
+
+JinjaValue str_isupper(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  return s != lower(s) && s == upper(s);
+}
+
+JinjaValue str_islower(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  return s != upper(s) && s == lower(s);
+}
+
+JinjaValue str_zfill(const MethodCall& c) {
+  const std::string& s = c.self.as_string();
+  const std::int64_t width = to_int(arg(c.args, c.kwargs, 0, "width", 0));
+  if (width <= std::int64_t(s.size())) return s;
+  if (std::size_t(width) > kMaxString) throw JinjaError("string too long");
+  const std::size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+');
+  return s.substr(0, sign) + std::string(std::size_t(width) - s.size(), '0') + s.substr(sign);
+}
+
+JinjaValue str_format(const MethodCall& c) { return python_format(c.self.as_string(), c.args, c.kwargs); }
+
+constexpr Named<Method> kStringMethods[] = {
+    {"capitalize", str_capitalize}, {"count", str_count}, {"endswith", str_endswith}, {"find", str_find},
+    {"format", str_format}, {"index", str_index}, {"isalnum", str_isalnum}, {"isalpha", str_isalpha},
+    {"isdigit", str_isdigit}, {"islower", str_islower}, {"isupper", str_isupper}, {"join", str_join},
+    {"lower", str_lower}, {"lstrip", str_lstrip}, {"replace", str_replace}, {"rsplit", str_rsplit},
+    {"rstrip", str_rstrip}, {"split", str_split}, {"splitlines", str_splitlines}, {"startswith", str_startswith},
+    {"strip", str_strip}, {"title", str_title}, {"upper", str_upper}, {"zfill", str_zfill},
+};
+static_assert(sorted_by_name(kStringMethods));
+
+// The method `name` of a value of self's kind, or null.
+Method find_method(const JinjaValue& self, std::string_view name) {
+  const Named<Method>* m = self.is_dict()       ? find_named(kDictMethods, name)
+                           : self.is_sequence() ? find_named(kListMethods, name)
+                           : self.is_string()   ? find_named(kStringMethods, name)
+                                                : nullptr;
+  return m ? m->fn : nullptr;
+}
+
+}  // namespace
+
+JinjaValue Evaluator::call_method(const JinjaValue& self, const std::string& name, std::vector<JinjaValue>& args,
+                                  Kwargs& kwargs) {
+  if (const Method m = find_method(self, name)) return m(MethodCall{*this, name, self, args, kwargs});
   type_error(an(self) + " has no method '" + name + "'");
 }
 
@@ -1186,257 +1477,376 @@ JinjaValue Evaluator::eval_filter(const Expr& e) {
   return apply_filter(e.name, v, args, kwargs);
 }
 
+namespace {
+
+// Free functions, not Evaluator's private members, so that filters (map, select) can call them.
+JinjaValue filter_value(Evaluator& ev, const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args,
+                        Kwargs& kwargs);
+bool test_value(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args);
+
+// One use of a filter, `v | name(args)`.
+struct FilterCall {
+  Evaluator& ev;
+  const std::string& name;
+  const JinjaValue& v;
+  std::vector<JinjaValue>& args;
+  Kwargs& kwargs;
+};
+
+using Filter = JinjaValue (*)(const FilterCall&);
+
+JinjaValue filter_default(const FilterCall& c) {
+  const JinjaValue fallback = arg(c.args, c.kwargs, 0, "default_value", std::string());
+  const bool boolean = arg(c.args, c.kwargs, 1, "boolean", false).truthy();
+  if (c.v.is_undefined() || (boolean && !c.v.truthy())) return fallback;
+  return c.v;
+}
+
+// The min and max filters: the item whose attribute (or itself) is least or greatest.
+JinjaValue extreme_item(const FilterCall& c, bool min) {
+  const JinjaValue attribute = arg(c.args, c.kwargs, 1, "attribute");
+  const bool cs = arg(c.args, c.kwargs, 0, "case_sensitive", false).truthy();
+  JinjaList items = c.ev.iterate(c.v);
+  if (items.empty()) return JinjaUndefined{c.name, c.name + " of an empty sequence"};
+  JinjaValue best = items[0], best_key = attribute_of(c.ev, items[0], attribute);
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    JinjaValue k = attribute_of(c.ev, items[i], attribute);
+    if (min ? less_than(k, best_key, cs) : less_than(best_key, k, cs)) {
+      best = items[i];
+      best_key = k;
+    }
+  }
+  return best;
+}
+
+JinjaValue filter_min(const FilterCall& c) { return extreme_item(c, true); }
+JinjaValue filter_max(const FilterCall& c) { return extreme_item(c, false); }
+
+JinjaValue filter_sum(const FilterCall& c) {
+  const JinjaValue attribute = arg(c.args, c.kwargs, 0, "attribute");
+  JinjaValue total = arg(c.args, c.kwargs, 1, "start", 0);
+  for (const auto& x : c.ev.iterate(c.v)) total = binary_op("+", total, attribute_of(c.ev, x, attribute));
+  return total;
+}
+
+JinjaValue filter_length(const FilterCall& c) {
+  if (c.v.is_string()) return std::int64_t(characters(c.v.as_string()).size());
+  if (c.v.is_sequence()) return std::int64_t(c.v.list().size());
+  if (c.v.is_dict()) return std::int64_t(c.v.dict().size());
+  type_error(an(c.v) + " has no length");
+}
+
+JinjaValue no_item(const FilterCall& c) {
+  return JinjaUndefined{c.name, "the sequence is empty, so it has no " + c.name + " item"};
+}
+
+JinjaValue filter_first(const FilterCall& c) {
+  JinjaList items = c.ev.iterate(c.v);
+  return items.empty() ? no_item(c) : items.front();
+}
+
+JinjaValue filter_last(const FilterCall& c) {
+  JinjaList items = c.ev.iterate(c.v);
+  return items.empty() ? no_item(c) : items.back();
+}
+
+JinjaValue filter_int(const FilterCall& c) {
+  const JinjaValue fallback = arg(c.args, c.kwargs, 0, "default", 0);
+  const int base = int(to_int(arg(c.args, c.kwargs, 1, "base", 10)));
+  try {
+    if (c.v.is_string()) {
+      try {
+        return to_int(c.v, base);
+      } catch (const JinjaError&) {
+        return to_int(JinjaValue(to_float(c.v)));
+      }
+    }
+    return to_int(c.v);
+  } catch (const JinjaError&) {
+    return fallback;
+  }
+}
+
+JinjaValue filter_float(const FilterCall& c) {
+  try {
+    return to_float(c.v);
+  } catch (const JinjaError&) {
+    return arg(c.args, c.kwargs, 0, "default", 0.0);
+  }
+}
+
+JinjaValue filter_string(const FilterCall& c) { return c.v.str(); }
+
+JinjaValue filter_abs(const FilterCall& c) {
+  static const std::string name = "abs";
+  std::vector<JinjaValue> a{c.v};
+  Kwargs none;
+  return builtin_abs(BuiltinCall{c.ev, name, a, none, nullptr, 0});
+}
+
+JinjaValue filter_round(const FilterCall& c) {
+  const std::int64_t precision = to_int(arg(c.args, c.kwargs, 0, "precision", 0));
+  const std::string method = arg(c.args, c.kwargs, 1, "method", "common").str();
+  const double scale = std::pow(10.0, double(precision));
+  const double x = to_float(c.v) * scale;
+  double r;
+  if (method == "common") r = std::nearbyint(x);  // Python's round(): half to even
+  else if (method == "ceil") r = std::ceil(x);
+  else if (method == "floor") r = std::floor(x);
+  else type_error("round: method must be 'common', 'ceil' or 'floor'");
+  return r / scale;
+}
+
+JinjaValue filter_list(const FilterCall& c) { return JinjaValue(c.ev.iterate(c.v)); }
+
+JinjaValue filter_join(const FilterCall& c) {
+  const std::string sep = arg(c.args, c.kwargs, 0, "d", std::string()).str();
+  const JinjaValue attribute = arg(c.args, c.kwargs, 1, "attribute");
+  std::string out;
+  bool first = true;
+  for (const auto& x : c.ev.iterate(c.v)) {
+    out += (first ? "" : sep) + attribute_of(c.ev, x, attribute).str();
+    first = false;
+    if (out.size() > kMaxString) throw JinjaError("string too long");
+  }
+  return out;
+}
+
+JinjaValue filter_upper(const FilterCall& c) { return upper(c.v.str()); }
+JinjaValue filter_lower(const FilterCall& c) { return lower(c.v.str()); }
+JinjaValue filter_capitalize(const FilterCall& c) { return capitalize(c.v.str()); }
+JinjaValue filter_title(const FilterCall& c) { return title_case(c.v.str()); }
+
+JinjaValue filter_trim(const FilterCall& c) {
+  const JinjaValue chars = arg(c.args, c.kwargs, 0, "chars");
+  return strip(c.v.str(), chars.is_string() ? &chars.as_string() : nullptr, true, true);
+}
+
+JinjaValue filter_replace(const FilterCall& c) {
+  const std::vector<JinjaValue>& args = c.args;
+  if (args.size() < 2) type_error("replace needs the old and the new text");
+  return replace_all(c.v.str(), args[0].str(), args[1].str(), args.size() > 2 ? to_int(args[2]) : -1);
+}
+
+JinjaValue filter_escape(const FilterCall& c) { return html_escape(c.v.str()); }
+JinjaValue filter_safe(const FilterCall& c) { return c.v; }
+
+JinjaValue filter_tojson(const FilterCall& c) {
+  return to_json(c.v, int(to_int(arg(c.args, c.kwargs, 0, "indent", 0))), 0);
+}
+
+JinjaValue filter_items(const FilterCall& c) {
+  if (!c.v.is_dict()) type_error("items needs a dict, not " + an(c.v));
+  return items_of(c.v);
+}
+
+JinjaValue filter_dictsort(const FilterCall& c) {
+  if (!c.v.is_dict()) type_error("dictsort needs a dict, not " + an(c.v));
+  const bool by_value = arg(c.args, c.kwargs, 1, "by", "key").str() == "value";
+  const bool reverse = arg(c.args, c.kwargs, 2, "reverse", false).truthy();
+  const bool cs = arg(c.args, c.kwargs, 0, "case_sensitive", false).truthy();
+  JinjaList items = items_of(c.v).list();
+  std::stable_sort(items.begin(), items.end(), [&](const JinjaValue& a, const JinjaValue& b) {
+    return less_than(a.list()[by_value], b.list()[by_value], cs);
+  });
+  if (reverse) std::reverse(items.begin(), items.end());
+  return JinjaValue(std::move(items));
+}
+
+JinjaValue filter_sort(const FilterCall& c) {
+  const bool reverse = arg(c.args, c.kwargs, 0, "reverse", false).truthy();
+  const bool cs = arg(c.args, c.kwargs, 1, "case_sensitive", false).truthy();
+  const JinjaValue attribute = arg(c.args, c.kwargs, 2, "attribute");
+  JinjaList items = c.ev.iterate(c.v);
+  std::stable_sort(items.begin(), items.end(), [&](const JinjaValue& a, const JinjaValue& b) {
+    return less_than(attribute_of(c.ev, a, attribute), attribute_of(c.ev, b, attribute), cs);
+  });
+  if (reverse) std::reverse(items.begin(), items.end());
+  return JinjaValue(std::move(items));
+}
+
+JinjaValue filter_reverse(const FilterCall& c) {
+  if (c.v.is_string()) {
+    std::vector<std::string> chars = characters(c.v.as_string());
+    std::string out;
+    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
+    return out;
+  }
+  JinjaList items = c.ev.iterate(c.v);
+  std::reverse(items.begin(), items.end());
+  return JinjaValue(std::move(items));
+}
+
+JinjaValue filter_unique(const FilterCall& c) {
+  const JinjaValue attribute = arg(c.args, c.kwargs, 1, "attribute");
+  JinjaList out, keys;
+  for (const auto& x : c.ev.iterate(c.v)) {
+    JinjaValue k = attribute_of(c.ev, x, attribute);
+    if (!arg(c.args, c.kwargs, 0, "case_sensitive", false).truthy() && k.is_string()) k = lower(k.as_string());
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    keys.push_back(k);
+    out.push_back(x);
+  }
+  return JinjaValue(std::move(out));
+}
+
+// select, reject, selectattr, rejectattr: the items whose test (or truth) is `keep`.
+JinjaValue selected(const FilterCall& c, bool by_attr, bool keep) {
+  const std::vector<JinjaValue>& args = c.args;
+  std::size_t next = 0;
+  JinjaValue attribute;
+  if (by_attr) {
+    if (args.empty()) type_error(c.name + " needs an attribute");
+    attribute = args[next++];
+  }
+  const std::string test = next < args.size() ? args[next++].str() : "";
+  std::vector<JinjaValue> test_args(args.begin() + std::ptrdiff_t(std::min(next, args.size())), args.end());
+  JinjaList out;
+  for (const auto& x : c.ev.iterate(c.v)) {
+    const JinjaValue subject = by_attr ? attribute_of(c.ev, x, attribute) : x;
+    const bool pass = test.empty() ? subject.truthy() : test_value(test, subject, test_args);
+    if (pass == keep) out.push_back(x);
+  }
+  return JinjaValue(std::move(out));
+}
+
+JinjaValue filter_select(const FilterCall& c) { return selected(c, false, true); }
+JinjaValue filter_reject(const FilterCall& c) { return selected(c, false, false); }
+JinjaValue filter_selectattr(const FilterCall& c) { return selected(c, true, true); }
+JinjaValue filter_rejectattr(const FilterCall& c) { return selected(c, true, false); }
+
+JinjaValue filter_map(const FilterCall& c) {
+  JinjaList out;
+  if (const JinjaValue* attribute = kwarg(c.kwargs, "attribute")) {
+    const JinjaValue* fallback = kwarg(c.kwargs, "default");
+    for (const auto& x : c.ev.iterate(c.v)) {
+      JinjaValue y = attribute_of(c.ev, x, *attribute);
+      out.push_back(y.is_undefined() && fallback ? *fallback : y);
+    }
+    return JinjaValue(std::move(out));
+  }
+  if (c.args.empty()) type_error("map needs a filter name or attribute=");
+  const std::string filter = c.args[0].str();
+  std::vector<JinjaValue> rest(c.args.begin() + 1, c.args.end());
+  for (const auto& x : c.ev.iterate(c.v)) {
+    std::vector<JinjaValue> a = rest;
+    Kwargs k;
+    out.push_back(filter_value(c.ev, filter, x, a, k));
+  }
+  return JinjaValue(std::move(out));
+}
+
+JinjaValue filter_attr(const FilterCall& c) { return c.ev.get_attr(c.v, arg(c.args, c.kwargs, 0, "name").str()); }
+
+JinjaValue filter_format(const FilterCall& c) {
+  if (c.args.size() == 1) return printf_format(c.v.str(), c.args[0]);
+  return printf_format(c.v.str(), JinjaValue(c.args, true));
+}
+
+JinjaValue filter_indent(const FilterCall& c) {
+  const JinjaValue width = arg(c.args, c.kwargs, 0, "width", 4);
+  const bool first = arg(c.args, c.kwargs, 1, "first", false).truthy();
+  const bool blank = arg(c.args, c.kwargs, 2, "blank", false).truthy();
+  const std::string pad = width.is_string() ? width.as_string() : std::string(std::size_t(std::max<std::int64_t>(0, std::min<std::int64_t>(to_int(width), 1000))), ' ');
+  std::vector<std::string> lines = split(c.v.str(), JinjaValue("\n"), -1);
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i) out += "\n";
+    const bool is_blank = strip(lines[i], nullptr, true, true).empty();
+    if ((i > 0 || first) && (blank || !is_blank)) out += pad;
+    out += lines[i];
+    if (out.size() > kMaxString) throw JinjaError("string too long");
+  }
+  return out;
+}
+
+JinjaValue filter_wordcount(const FilterCall& c) { return std::int64_t(split(c.v.str(), JinjaValue(), -1).size()); }
+
+JinjaValue filter_center(const FilterCall& c) {
+  const std::int64_t width = std::min<std::int64_t>(to_int(arg(c.args, c.kwargs, 0, "width", 80)), 100000);
+  const std::string s = c.v.str();
+  if (width <= std::int64_t(s.size())) return s;
+  const std::size_t total = std::size_t(width) - s.size(), left = total / 2 + (total % 2 && s.size() % 2);
+  return std::string(left, ' ') + s + std::string(total - left, ' ');
+}
+
+// The count of batch (`linecount`) and slice (`slices`).
+std::size_t positive_count(const FilterCall& c, std::string_view keyword) {
+  const std::int64_t n = to_int(arg(c.args, c.kwargs, 0, keyword, 1));
+  if (n <= 0) type_error(c.name + " needs a positive count");
+  return std::size_t(n);
+}
+
+JinjaValue filter_batch(const FilterCall& c) {
+  const std::size_t n = positive_count(c, "linecount");
+  JinjaList items = c.ev.iterate(c.v), out;
+  for (std::size_t i = 0; i < items.size(); i += n)
+    out.push_back(JinjaValue(JinjaList(items.begin() + std::ptrdiff_t(i),
+                                       items.begin() + std::ptrdiff_t(std::min(items.size(), i + n)))));
+  return JinjaValue(std::move(out));
+}
+
+JinjaValue filter_slice(const FilterCall& c) {
+  const std::size_t n = positive_count(c, "slices");
+  JinjaList items = c.ev.iterate(c.v), out;
+  const std::size_t per = items.size() / n, extra = items.size() % n;
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t len = per + (k < extra);
+    out.push_back(JinjaValue(JinjaList(items.begin() + std::ptrdiff_t(at), items.begin() + std::ptrdiff_t(at + len))));
+    at += len;
+  }
+  return JinjaValue(std::move(out));
+}
+
+struct FilterEntry {
+  std::string_view name;
+  Filter fn;
+  bool sees_undefined = false;  // default alone sees undefined values and arguments
+};
+
+constexpr FilterEntry kFilters[] = {
+    {"abs", filter_abs}, {"attr", filter_attr}, {"batch", filter_batch}, {"capitalize", filter_capitalize},
+    {"center", filter_center}, {"count", filter_length}, {"d", filter_default, true},
+    {"default", filter_default, true}, {"dictsort", filter_dictsort}, {"e", filter_escape},
+    {"escape", filter_escape}, {"first", filter_first}, {"float", filter_float}, {"forceescape", filter_escape},
+    {"format", filter_format}, {"indent", filter_indent}, {"int", filter_int}, {"items", filter_items},
+    {"join", filter_join}, {"last", filter_last}, {"length", filter_length}, {"list", filter_list},
+    {"lower", filter_lower}, {"map", filter_map}, {"max", filter_max}, {"min", filter_min},
+    {"reject", filter_reject}, {"rejectattr", filter_rejectattr}, {"replace", filter_replace},
+    {"reverse", filter_reverse}, {"round", filter_round}, {"safe", filter_safe}, {"select", filter_select},
+    {"selectattr", filter_selectattr}, {"slice", filter_slice}, {"sort", filter_sort}, {"string", filter_string},
+    {"sum", filter_sum}, {"title", filter_title}, {"tojson", filter_tojson}, {"trim", filter_trim},
+    {"unique", filter_unique}, {"upper", filter_upper}, {"wordcount", filter_wordcount},
+};
+static_assert(sorted_by_name(kFilters));
+
+const std::vector<std::string>& filter_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const FilterEntry& f : kFilters) out.emplace_back(f.name);
+    return out;
+  }();
+  return names;
+}
+
+JinjaValue filter_value(Evaluator& ev, const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args,
+                        Kwargs& kwargs) {
+  const FilterEntry* f = find_named(kFilters, name);
+  if (!f || !f->sees_undefined) {
+    defined(v);
+    for (const auto& a : args) defined(a);
+    for (const auto& [k, a] : kwargs) defined(a);
+  }
+  if (!f) type_error("unknown filter '" + name + "'" + did_you_mean(name, filter_names()));
+  return f->fn(FilterCall{ev, name, v, args, kwargs});
+}
+
+}  // namespace
+
 JinjaValue Evaluator::apply_filter(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args,
                                    Kwargs& kwargs) {
-  if (name == "default" || name == "d") {
-    const JinjaValue fallback = arg(args, kwargs, 0, "default_value", std::string());
-    const bool boolean = arg(args, kwargs, 1, "boolean", false).truthy();
-    if (v.is_undefined() || (boolean && !v.truthy())) return fallback;
-    return v;
-  }
-  defined(v);
-  for (const auto& a : args) defined(a);
-  for (const auto& [k, a] : kwargs) defined(a);
-  if (name == "min" || name == "max") {
-    const JinjaValue attribute = arg(args, kwargs, 1, "attribute");
-    const bool cs = arg(args, kwargs, 0, "case_sensitive", false).truthy();
-    JinjaList items = iterate(v);
-    if (items.empty()) return JinjaUndefined{name, name + " of an empty sequence"};
-    JinjaValue best = items[0], best_key = attribute_of(*this, items[0], attribute);
-    for (std::size_t i = 1; i < items.size(); ++i) {
-      JinjaValue k = attribute_of(*this, items[i], attribute);
-      if (name == "min" ? less_than(k, best_key, cs) : less_than(best_key, k, cs)) {
-        best = items[i];
-        best_key = k;
-      }
-    }
-    return best;
-  }
-  if (name == "sum") {
-    const JinjaValue attribute = arg(args, kwargs, 0, "attribute");
-    JinjaValue total = arg(args, kwargs, 1, "start", 0);
-    for (const auto& x : iterate(v)) total = binary_op("+", total, attribute_of(*this, x, attribute));
-    return total;
-  }
-  if (name == "length" || name == "count") {
-    if (v.is_string()) return std::int64_t(characters(v.as_string()).size());
-    if (v.is_sequence()) return std::int64_t(v.list().size());
-    if (v.is_dict()) return std::int64_t(v.dict().size());
-    type_error(an(v) + " has no length");
-  }
-  if (name == "first" || name == "last") {
-    JinjaList items = iterate(v);
-    if (items.empty()) return JinjaUndefined{name, "the sequence is empty, so it has no " + name + " item"};
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "int") {
-    const JinjaValue fallback = arg(args, kwargs, 0, "default", 0);
-    const int base = int(to_int(arg(args, kwargs, 1, "base", 10)));
-    try {
-      if (v.is_string()) {
-        try {
-          return to_int(v, base);
-        } catch (const JinjaError&) {
-          return to_int(JinjaValue(to_float(v)));
-        }
-      }
-      return to_int(v);
-    } catch (const JinjaError&) {
-      return fallback;
-    }
-  }
-  if (name == "float") {
-    try {
-      return to_float(v);
-    } catch (const JinjaError&) {
-      return arg(args, kwargs, 0, "default", 0.0);
-    }
-  }
-  if (name == "string") return v.str();
-  if (name == "abs") {
-    std::vector<JinjaValue> a{v};
-    Kwargs none;
-    return call_builtin("abs", a, none);
-  }
-  if (name == "round") {
-    const std::int64_t precision = to_int(arg(args, kwargs, 0, "precision", 0));
-    const std::string method = arg(args, kwargs, 1, "method", "common").str();
-    const double scale = std::pow(10.0, double(precision));
-    const double x = to_float(v) * scale;
-    double r;
-    if (method == "common") r = std::nearbyint(x);  // Python's round(): half to even
-    else if (method == "ceil") r = std::ceil(x);
-    else if (method == "floor") r = std::floor(x);
-    else type_error("round: method must be 'common', 'ceil' or 'floor'");
-    return r / scale;
-  }
-  if (name == "list") return JinjaValue(iterate(v));
-  if (name == "join") {
-    const std::string sep = arg(args, kwargs, 0, "d", std::string()).str();
-    const JinjaValue attribute = arg(args, kwargs, 1, "attribute");
-    std::string out;
-    bool first = true;
-    for (const auto& x : iterate(v)) {
-      out += (first ? "" : sep) + attribute_of(*this, x, attribute).str();
-      first = false;
-      if (out.size() > kMaxString) throw JinjaError("string too long");
-    }
-    return out;
-  }
-  if (name == "upper") return upper(v.str());
-  if (name == "lower") return lower(v.str());
-  if (name == "capitalize") return capitalize(v.str());
-  if (name == "title") return title_case(v.str());
-  if (name == "trim") {
-    const JinjaValue chars = arg(args, kwargs, 0, "chars");
-    return strip(v.str(), chars.is_string() ? &chars.as_string() : nullptr, true, true);
-  }
-  if (name == "replace") {
-    if (args.size() < 2) type_error("replace needs the old and the new text");
-    return replace_all(v.str(), args[0].str(), args[1].str(), args.size() > 2 ? to_int(args[2]) : -1);
-  }
-  if (name == "escape" || name == "e" || name == "forceescape") return html_escape(v.str());
-  if (name == "safe") return v;
-  if (name == "tojson") return to_json(v, int(to_int(arg(args, kwargs, 0, "indent", 0))), 0);
-  if (name == "items") {
-    if (!v.is_dict()) type_error("items needs a dict, not " + an(v));
-    return items_of(v);
-  }
-  if (name == "dictsort") {
-    if (!v.is_dict()) type_error("dictsort needs a dict, not " + an(v));
-    const bool by_value = arg(args, kwargs, 1, "by", "key").str() == "value";
-    const bool reverse = arg(args, kwargs, 2, "reverse", false).truthy();
-    const bool cs = arg(args, kwargs, 0, "case_sensitive", false).truthy();
-    JinjaList items = items_of(v).list();
-    std::stable_sort(items.begin(), items.end(), [&](const JinjaValue& a, const JinjaValue& b) {
-      return less_than(a.list()[by_value], b.list()[by_value], cs);
-    });
-    if (reverse) std::reverse(items.begin(), items.end());
-    return JinjaValue(std::move(items));
-  }
-  if (name == "sort") {
-    const bool reverse = arg(args, kwargs, 0, "reverse", false).truthy();
-    const bool cs = arg(args, kwargs, 1, "case_sensitive", false).truthy();
-    const JinjaValue attribute = arg(args, kwargs, 2, "attribute");
-    JinjaList items = iterate(v);
-    std::stable_sort(items.begin(), items.end(), [&](const JinjaValue& a, const JinjaValue& b) {
-      return less_than(attribute_of(*this, a, attribute), attribute_of(*this, b, attribute), cs);
-    });
-    if (reverse) std::reverse(items.begin(), items.end());
-    return JinjaValue(std::move(items));
-  }
-  if (name == "reverse") {
-    if (v.is_string()) {
-      std::vector<std::string> chars = characters(v.as_string());
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
-      return out;
-    }
-    JinjaList items = iterate(v);
-    std::reverse(items.begin(), items.end());
-    return JinjaValue(std::move(items));
-  }
-  if (name == "unique") {
-    const JinjaValue attribute = arg(args, kwargs, 1, "attribute");
-    JinjaList out, keys;
-    for (const auto& x : iterate(v)) {
-      JinjaValue k = attribute_of(*this, x, attribute);
-      if (!arg(args, kwargs, 0, "case_sensitive", false).truthy() && k.is_string()) k = lower(k.as_string());
-      if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
-      keys.push_back(k);
-      out.push_back(x);
-    }
-    return JinjaValue(std::move(out));
-  }
-  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-    const bool by_attr = name.size() > 6;
-    const bool keep = name[0] == 's';
-    std::size_t next = 0;
-    const JinjaValue attribute = by_attr ? (args.empty() ? type_error(name + " needs an attribute"), JinjaValue() : args[next++]) : JinjaValue();
-    const std::string test = next < args.size() ? args[next++].str() : "";
-    std::vector<JinjaValue> test_args(args.begin() + std::ptrdiff_t(std::min(next, args.size())), args.end());
-    JinjaList out;
-    for (const auto& x : iterate(v)) {
-      const JinjaValue subject = by_attr ? attribute_of(*this, x, attribute) : x;
-      const bool pass = test.empty() ? subject.truthy() : apply_test(test, subject, test_args);
-      if (pass == keep) out.push_back(x);
-    }
-    return JinjaValue(std::move(out));
-  }
-  if (name == "map") {
-    JinjaList out;
-    if (const JinjaValue* attribute = kwarg(kwargs, "attribute")) {
-      const JinjaValue* fallback = kwarg(kwargs, "default");
-      for (const auto& x : iterate(v)) {
-        JinjaValue y = attribute_of(*this, x, *attribute);
-        out.push_back(y.is_undefined() && fallback ? *fallback : y);
-      }
-      return JinjaValue(std::move(out));
-    }
-    if (args.empty()) type_error("map needs a filter name or attribute=");
-    const std::string filter = args[0].str();
-    std::vector<JinjaValue> rest(args.begin() + 1, args.end());
-    for (const auto& x : iterate(v)) {
-      std::vector<JinjaValue> a = rest;
-      Kwargs k;
-      out.push_back(apply_filter(filter, x, a, k));
-    }
-    return JinjaValue(std::move(out));
-  }
-  if (name == "attr") return get_attr(v, arg(args, kwargs, 0, "name").str());
-  if (name == "format") {
-    if (args.size() == 1) return printf_format(v.str(), args[0]);
-    return printf_format(v.str(), JinjaValue(args, true));
-  }
-  if (name == "indent") {
-    const JinjaValue width = arg(args, kwargs, 0, "width", 4);
-    const bool first = arg(args, kwargs, 1, "first", false).truthy();
-    const bool blank = arg(args, kwargs, 2, "blank", false).truthy();
-    const std::string pad = width.is_string() ? width.as_string() : std::string(std::size_t(std::max<std::int64_t>(0, std::min<std::int64_t>(to_int(width), 1000))), ' ');
-    std::vector<std::string> lines = split(v.str(), JinjaValue("\n"), -1);
-    std::string out;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      if (i) out += "\n";
-      const bool is_blank = strip(lines[i], nullptr, true, true).empty();
-      if ((i > 0 || first) && (blank || !is_blank)) out += pad;
-      out += lines[i];
-      if (out.size() > kMaxString) throw JinjaError("string too long");
-    }
-    return out;
-  }
-  if (name == "wordcount") return std::int64_t(split(v.str(), JinjaValue(), -1).size());
-  if (name == "center") {
-    const std::int64_t width = std::min<std::int64_t>(to_int(arg(args, kwargs, 0, "width", 80)), 100000);
-    const std::string s = v.str();
-    if (width <= std::int64_t(s.size())) return s;
-    const std::size_t total = std::size_t(width) - s.size(), left = total / 2 + (total % 2 && s.size() % 2);
-    return std::string(left, ' ') + s + std::string(total - left, ' ');
-  }
-  if (name == "batch" || name == "slice") {
-    const std::int64_t n = to_int(arg(args, kwargs, 0, name == "batch" ? "linecount" : "slices", 1));
-    if (n <= 0) type_error(name + " needs a positive count");
-    JinjaList items = iterate(v), out;
-    if (name == "batch") {
-      for (std::size_t i = 0; i < items.size(); i += std::size_t(n))
-        out.push_back(JinjaValue(JinjaList(items.begin() + std::ptrdiff_t(i),
-                                           items.begin() + std::ptrdiff_t(std::min(items.size(), i + std::size_t(n))))));
-    } else {
-      const std::size_t per = items.size() / std::size_t(n), extra = items.size() % std::size_t(n);
-      std::size_t at = 0;
-      for (std::size_t k = 0; k < std::size_t(n); ++k) {
-        const std::size_t len = per + (k < extra);
-        out.push_back(JinjaValue(JinjaList(items.begin() + std::ptrdiff_t(at), items.begin() + std::ptrdiff_t(at + len))));
-        at += len;
-      }
-    }
-    return JinjaValue(std::move(out));
-  }
-  static const std::vector<std::string> kFilters = {
-      "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
-      "first", "float", "forceescape", "format", "indent", "int", "items", "join", "last", "length", "list",
-      "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-      "selectattr", "slice", "sort", "string", "sum", "title", "tojson", "trim", "unique", "upper", "wordcount"};
-  type_error("unknown filter '" + name + "'" + did_you_mean(name, kFilters));
+  return filter_value(*this, name, v, args, kwargs);
 }
 
 JinjaValue Evaluator::eval_test(const Expr& e) {
@@ -1448,6 +1858,12 @@ JinjaValue Evaluator::eval_test(const Expr& e) {
 }
 
 bool Evaluator::apply_test(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args) {
+  return test_value(name, v, args);
+}
+
+namespace {
+
+bool test_value(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args) {
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
   defined(v);
@@ -1493,5 +1909,7 @@ bool Evaluator::apply_test(const std::string& name, const JinjaValue& v, std::ve
       "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined", "upper"};
   type_error("unknown test '" + name + "'" + did_you_mean(name, kTests));
 }
+
+}  // namespace
 
 }  // namespace looptrace::jinja
