@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <iterator>
+#include <limits>
 #include <unordered_set>
 
 #include "looptrace/error.hpp"
@@ -195,6 +196,11 @@ bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
   return a.duration > 0 && b.duration > 0 && x.from < y.to && y.from < x.to;
 }
 
+void add_checked(std::int64_t& into, std::int64_t n) {
+  if (__builtin_add_overflow(into, n, &into))
+    throw SpecError("data movement counts exceed 2^63 - 1: select fewer timesteps (--from/--to) or tensors");
+}
+
 // Stretches of a level's nodes: more are enumerated instead (memory follows them).
 constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 19;  // 16 MiB, and twice that to sort
 
@@ -212,6 +218,8 @@ FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool by
   for (std::size_t i = 0; i < changes.size();) {
     const std::int64_t t = changes[i].first;
     for (; i < changes.size() && changes[i].first == t; ++i) sum += changes[i].second;
+    if (sum > std::numeric_limits<std::int64_t>::max())
+      throw SpecError("a peak footprint exceeds 2^63 - 1: select fewer tensors (--tensors)");
     if (i < changes.size() || sum > 0)  // (after the last change nothing is held)
       if (peak.timestep < 0 || sum > peak.value) peak = {std::int64_t(sum), t};
   }
@@ -260,9 +268,9 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
     for (std::size_t i = 0; i < ks.size(); ++i) {
       TensorMovement& m = level.tensors[std::size_t(layout.entry_of_slot[std::size_t(ks[i])])];
       const movement_boxes::SlotTotals& t = totals.slots[i];
-      m.windows += t.windows;
-      m.fills += t.fills;
-      m.drains += t.drains;
+      add_checked(m.windows, t.windows);
+      add_checked(m.fills, t.fills);
+      add_checked(m.drains, t.drains);
       m.max_tile = std::max(m.max_tile, t.max_tile);
     }
     keep_larger(peak, totals.peak);
@@ -296,14 +304,30 @@ MovementReport closed_form_movement(const Schedule& s, const TraceOptions& optio
   return report;
 }
 
+
+// The byte figures the sinks print (counts times bytes per value) must fit too.
+MovementReport checked_bytes(MovementReport report) {
+  for (const LevelMovement& level : report.levels)
+    for (const TensorMovement& t : level.tensors) {
+      if (!t.bytes_per_value) continue;
+      std::int64_t ignored;
+      for (std::int64_t n : {t.fills, t.drains, t.max_tile})
+        if (__builtin_mul_overflow(n, *t.bytes_per_value, &ignored))
+          throw SpecError("the bytes moved of tensor '" + t.tensor + "' at " + level.level +
+                          " exceed 2^63 - 1: select fewer timesteps (--from/--to)");
+    }
+  return report;
+}
+
 }  // namespace
 
 MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, const MovementOptions& how) {
   if (options.sample_timesteps)
     throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
-  if (how.method == MovementMethod::enumerate) return enumerate_threaded(s, options, how.threads, how.partial_sums);
-  return closed_form_movement(s, options, how.partial_sums);
+  if (how.method == MovementMethod::enumerate)
+    return checked_bytes(enumerate_threaded(s, options, how.threads, how.partial_sums));
+  return checked_bytes(closed_form_movement(s, options, how.partial_sums));
 }
 
 MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {

@@ -42,7 +42,7 @@ struct Part {
   std::size_t leaf;  // into the node's leaves
   const LeafTensor* tensor;
   bool write;
-  std::int64_t from, to;  // the leaf's timesteps, relative to the window's start
+  std::int64_t from, to;  // its timesteps in one iteration of the slot's shared loops, from the window's start
 };
 
 // A (node, tensor): its parts in time order, cut into phases (parts that run at once,
@@ -487,7 +487,8 @@ class NodeCounter {
       const std::int64_t run = whole_windows(starts, end);
       record(start, end, run);
       if (node_.time_levels.empty()) break;
-      starts.advance_innermost(run);
+      if (inner_ + 1 == int(node_.time_levels.size())) starts.advance_innermost(run);
+      else for (std::int64_t i = 0; i < run; ++i) starts.advance();  // the levels inside count 1
     }
     add_partial_sums();
     return out_;
@@ -513,10 +514,13 @@ class NodeCounter {
   // move the same (every box translating alike, none past the traced window).
   std::int64_t whole_windows(const TimeOdometer& starts, std::int64_t end) {
     const std::size_t outer = node_.time_levels.size();
-    const int inner = int(outer) - 1;
+    const int inner = inner_;
     whole_window(parts_, outer, inner, starts, at_);
-    std::int64_t run = inner < 0 ? 1 : starts.innermost_remaining();
-    if (inner >= 0) run = std::min(run, (window_.to - end) / node_.time_levels.back().period + 1);
+    std::int64_t run = 1;
+    if (inner >= 0) {
+      const TimeLevel& along = node_.time_levels[std::size_t(inner)];
+      run = std::min(along.count - starts.digit(std::size_t(inner)), (window_.to - end) / along.period + 1);
+    }
     for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
       const Slot& slot = parts_.slots[k];
       boxes_.assign(slot.parts.size(), {});
@@ -559,7 +563,7 @@ class NodeCounter {
     if (out_.peak.timestep < 0 || s > out_.peak.value) out_.peak = {s, start};
     if (out_.peak_bytes.timestep < 0 || sb > out_.peak_bytes.value) out_.peak_bytes = {sb, start};
     if (!held_) return;
-    const std::int64_t period = node_.time_levels.empty() ? node_.duration : node_.time_levels.back().period;
+    const std::int64_t period = inner_ < 0 ? node_.duration : node_.time_levels[std::size_t(inner_)].period;
     if (run == 1 || node_.duration == period) {  // back to back: one stretch
       hold(start, end + (run - 1) * period, s, sb);
       return;
@@ -604,6 +608,13 @@ class NodeCounter {
   std::vector<std::vector<Box>> boxes_;
   std::vector<WindowTally> tally_;
   std::int64_t budget_ = std::int64_t(1) << 20;  // iterations of interleaved fills
+  // Runs go along the innermost outer loop with more than one iteration (a loop of one
+  // inside it would cut every run to one window); -1: none.
+  const int inner_ = [this] {
+    int l = int(node_.time_levels.size()) - 1;
+    while (l >= 0 && node_.time_levels[std::size_t(l)].count <= 1) --l;
+    return l;
+  }();
 };
 
 }  // namespace
@@ -639,9 +650,9 @@ struct SlotWindows::Impl {
       for (std::size_t p = 0; p < slot.parts.size(); ++p)
         if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p].emplace_back());
     } else {
-      std::vector<std::vector<DigitBox>> pieces(parts.leaves.size());
-      for (std::size_t i = 0; i < parts.leaves.size(); ++i) pieces[i] = iterations_in(*parts.leaves[i], window);
-      cut_window_boxes(*sched, parts, slot, pieces, boxes);
+      std::vector<std::vector<DigitBox>> iterations(parts.leaves.size());
+      for (std::size_t i = 0; i < parts.leaves.size(); ++i) iterations[i] = iterations_in(*parts.leaves[i], window);
+      cut_window_boxes(*sched, parts, slot, iterations, boxes);
     }
     // Fills: what each reading phase touches less what any earlier phase touched.
     fills.clear(), drains.clear(), earlier.clear();

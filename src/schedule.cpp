@@ -271,8 +271,8 @@ struct Compiler {
     if (std::find(out.memory_levels.begin(), out.memory_levels.end(), node.component) ==
         out.memory_levels.end())
       out.memory_levels.push_back(node.component);
-    out.storages.push_back({node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where,
-                            ctx.loops.size(), ids_of(ctx.loops)});
+    out.storages.push_back(
+        {node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where, ids_of(ctx.loops)});
     return int(out.storages.size() - 1);
   }
 

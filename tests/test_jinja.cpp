@@ -666,6 +666,10 @@ TEST_CASE("evaluate_python_expression: rank sizes as AccelForge evaluates them")
   CHECK_THROWS_WITH_AS(eval("1 / 0"), "division by zero", looptrace::JinjaError);
   CHECK_THROWS_WITH_AS(eval("9223372036854775807 + 1"), "integer overflow (looptrace computes with 64-bit integers)",
                        looptrace::JinjaError);
+  // One list per slice: a huge count is refused, not allocated (it ran out of memory).
+  CHECK(render("{{ 'abcde' | slice(2) | list }}") == "[['a', 'b', 'c'], ['d', 'e']]");
+  CHECK_THROWS_WITH_AS(render("{{ 'abc' | slice(9223372036854775807) }}"), doctest::Contains("more than 1048576 slices"),
+                       std::exception);
 }
 
 TEST_CASE("parse_define: -D KEY=VALUE, True/False booleans, and the variable in errors") {

@@ -7,8 +7,8 @@
 //   boxes projected into the tensor, counted as boxes, and windows that move the same
 //   amounts are counted once (src/movement_boxes.hpp): time and memory follow the loop
 //   depth and the number of distinct windows, not the tensors or the trace. A level
-//   whose tiles are not boxes, or whose nodes overlap in time, and windows cut by the
-//   selection are enumerated, and the report lists them (`enumerated`).
+//   whose tiles are not boxes, or whose leaves read and write a tensor at the same
+//   time (a !Pipeline), is enumerated, and the report lists it (`enumerated`).
 // - enumerate: one streaming pass over the accesses, the check of the closed form:
 //
 //     trace_pipeline(schedule, options) | tile_windows() | window_traffic()
@@ -100,7 +100,8 @@ class PeakTracker {
 
 // Throws SpecError for a sampled selection (movement needs whole stretches of time).
 MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options, const MovementOptions& how);
-// The closed form (threads apply to the enumeration of what it cannot count).
+// The closed form; `threads` is unused by it (kept for callers from before the closed
+// form: pass MovementOptions to enumerate on workers).
 MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options = {}, int threads = 1);
 
 }  // namespace looptrace

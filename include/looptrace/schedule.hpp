@@ -93,9 +93,6 @@ struct StorageWindows {
   std::vector<TimeLevel> time_levels;
   std::int64_t duration = 0;
   SourceLocation where;
-  // How many loops (temporal and spatial) are above it: the first `outer_loops` of
-  // every leaf below it (LeafSchedule::loops), whose iterations tell its windows apart.
-  std::size_t outer_loops = 0;
   // The temporal loops above it (one per time level), as ids that nodes under the
   // same loop share: how far two nodes' window odometers are one.
   std::vector<std::uint32_t> loop_ids;

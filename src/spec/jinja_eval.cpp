@@ -1788,6 +1788,7 @@ JinjaValue filter_batch(const FilterCall& c) {
 
 JinjaValue filter_slice(const FilterCall& c) {
   const std::size_t n = positive_count(c, "slices");
+  if (n > kMaxItems) throw JinjaError("slice() into more than " + std::to_string(kMaxItems) + " slices");
   JinjaList items = c.ev.iterate(c.v), out;
   const std::size_t per = items.size() / n, extra = items.size() % n;
   std::size_t at = 0;
