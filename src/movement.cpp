@@ -231,26 +231,21 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
                        std::size_t l, const TimeRange& window, bool partial_sums, MovementReport& report) {
   LevelMovement& level = report.levels[l];
   FootprintPeak peak{0, -1}, peak_bytes{0, -1};
-  std::vector<std::size_t> nodes;
-  // Whether the level's nodes hold tiles at once (a node inside another, a !Pipeline):
-  // then its footprint is a sum over time of what each holds.
+  // The level's nodes and, per node, its slots (a node's slots are all of one level).
   std::vector<std::uint32_t> level_nodes;
   for (std::size_t n = 0; n < s.storages.size(); ++n)
-    for (int k : plan.slots_of_storage[n])
-      if (std::size_t(layout.level_of_slot[std::size_t(k)]) == l) {
-        level_nodes.push_back(std::uint32_t(n));
-        break;
-      }
+    if (!plan.slots_of_storage[n].empty() &&
+        std::size_t(layout.level_of_slot[std::size_t(plan.slots_of_storage[n].front())]) == l)
+      level_nodes.push_back(std::uint32_t(n));
+  // Whether they hold tiles at once (a node inside another, a !Pipeline): then the
+  // footprint is a sum over time of what each holds.
   bool at_once = false;
   for (std::size_t i = 0; i < level_nodes.size(); ++i)
     for (std::size_t k = i + 1; k < level_nodes.size(); ++k)
       at_once = at_once || hold_at_once(s.storages[level_nodes[i]], s.storages[level_nodes[k]]);
   std::vector<movement_boxes::HeldSpan> held;
-  for (std::size_t n = 0; n < s.storages.size(); ++n) {
-    std::vector<int> ks;
-    for (int k : plan.slots_of_storage[n])
-      if (std::size_t(layout.level_of_slot[std::size_t(k)]) == l) ks.push_back(k);
-    if (ks.empty()) continue;
+  for (const std::uint32_t n : level_nodes) {
+    const std::vector<int>& ks = plan.slots_of_storage[n];
     std::vector<std::uint32_t> tensors;
     std::vector<std::int64_t> bytes;
     std::vector<bool> read_back;  // partial sums: not at the tensor's home
@@ -275,7 +270,6 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
     }
     keep_larger(peak, totals.peak);
     keep_larger(peak_bytes, totals.peak_bytes);
-    nodes.push_back(n);
   }
   if (at_once) peak = peak_of(held, false), peak_bytes = peak_of(held, true);
   level.peak_footprint = peak;

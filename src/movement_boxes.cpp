@@ -64,6 +64,7 @@ std::int64_t checked_add(std::int64_t a, Wide b) {
     throw SpecError("data movement counts exceed 2^63 - 1: select fewer timesteps (--from/--to) or tensors");
   return std::int64_t(s);
 }
+std::int64_t narrowed(Wide v) { return checked_add(0, v); }
 
 // The ranges of `leaf`'s variables over the iterations `digits` gives (spatial loops
 // always take all theirs). A loop keeps the union of the sub-tiles it takes; when they
@@ -238,7 +239,7 @@ WindowTally tally_of(const Slot& slot, const std::vector<std::vector<Box>>& boxe
     if (!slot.phase_writes[phase]) fills += upto - before;  // new to the window, read first
     before = upto;
   }
-  return {checked_add(0, before), checked_add(0, fills), writes.empty() ? 0 : checked_add(0, union_size(writes))};
+  return {narrowed(before), narrowed(fills), writes.empty() ? 0 : narrowed(union_size(writes))};
 }
 
 // Digit boxes whose union is the lexicographic range [a, b] of digit vectors (a <= b),
@@ -542,7 +543,7 @@ class NodeCounter {
       if (!alike) run = 1;
       tally_[k] = tally_of(slot, boxes_);
       if (slot.interleaved())
-        tally_[k].fills = checked_add(0, interleaved_fills(sched_, parts_, slot, outer, starts, budget_));
+        tally_[k].fills = narrowed(interleaved_fills(sched_, parts_, slot, outer, starts, budget_));
     }
     return std::max<std::int64_t>(run, 1);
   }
@@ -559,7 +560,7 @@ class NodeCounter {
       sum += tally_[k].tile;
       sum_bytes += Wide(tally_[k].tile) * bytes_[k];
     }
-    const std::int64_t s = checked_add(0, sum), sb = checked_add(0, sum_bytes);
+    const std::int64_t s = narrowed(sum), sb = narrowed(sum_bytes);
     if (out_.peak.timestep < 0 || s > out_.peak.value) out_.peak = {s, start};
     if (out_.peak_bytes.timestep < 0 || sb > out_.peak_bytes.value) out_.peak_bytes = {sb, start};
     if (!held_) return;

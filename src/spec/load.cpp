@@ -813,14 +813,8 @@ void warn_unknown_bits_keys(const Reader& in, const SpecNode& bits, const Worklo
     const std::string& key = k->text;
     if (key.empty() || key == "All") continue;
     std::vector<std::string> unknown;
-    for (std::size_t start = 0; start <= key.size();) {
-      const std::size_t bar = std::min(key.find('|', start), key.size());
-      std::string part = key.substr(start, bar - start);
-      part.erase(0, part.find_first_not_of(" \t"));
-      part.erase(part.find_last_not_of(" \t") + 1);
+    for (const std::string& part : bits_key_names(key))
       if (!tensors.count(part)) unknown.push_back("'" + printable(part) + "'");
-      start = bar + 1;
-    }
     if (unknown.empty()) continue;
     std::vector<std::string> unsized;
     for (const std::string& t : tensors)

@@ -5,27 +5,30 @@
 
 namespace looptrace {
 
+std::vector<std::string> bits_key_names(const std::string& key) {
+  std::vector<std::string> names;
+  for (std::size_t start = 0; start <= key.size();) {
+    const std::size_t bar = std::min(key.find('|', start), key.size());
+    std::string part = key.substr(start, bar - start);
+    part.erase(0, part.find_first_not_of(" \t"));
+    part.erase(part.find_last_not_of(" \t") + 1);
+    names.push_back(std::move(part));
+    start = bar + 1;
+  }
+  return names;
+}
+
 std::optional<std::int64_t> Workload::bits_per_value_of(const std::string& tensor) const {
   for (const auto& e : einsums)
     for (const auto& a : e.accesses)
       if (a.tensor == tensor && a.bits_per_value) return a.bits_per_value;
-  auto in_group = [&](const std::string& key) {  // "A | B | C"
-    std::size_t start = 0;
-    while (start <= key.size()) {
-      std::size_t bar = key.find('|', start);
-      std::string part = key.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
-      part.erase(0, part.find_first_not_of(" \t"));
-      part.erase(part.find_last_not_of(" \t") + 1);
-      if (part == tensor) return true;
-      if (bar == std::string::npos) break;
-      start = bar + 1;
-    }
-    return false;
-  };
   for (const auto& [key, bits] : bits_per_value)
     if (key == tensor) return bits;
   for (const auto& [key, bits] : bits_per_value)
-    if (key.find('|') != std::string::npos && in_group(key)) return bits;
+    if (key.find('|') != std::string::npos) {
+      const std::vector<std::string> names = bits_key_names(key);
+      if (std::find(names.begin(), names.end(), tensor) != names.end()) return bits;
+    }
   for (const auto& [key, bits] : bits_per_value)
     if (key.empty() || key == "All") return bits;
   return std::nullopt;

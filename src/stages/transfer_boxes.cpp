@@ -6,7 +6,6 @@
 
 #include "../movement_boxes.hpp"
 #include "looptrace/stages/filter.hpp"
-#include "looptrace/stages/time_selection.hpp"
 #include "looptrace/stages/transfers.hpp"
 
 namespace looptrace {
@@ -178,17 +177,15 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
   BoxTransfers b;
   Impl& m = *b.impl_;
   m.schedule = &s;
-  m.options = options;
-  const TimeSelection selection = TimeSelection::from_options(o, s.n_timesteps);
-  m.options.report = selection.window;
+  m.options = options;  // its report and report_end: what transfer_pipeline chose
+  const TimeRange report = options.report;
   const std::int64_t end = std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
-  m.options.report_end = selection.window.to == end;
   m.context.schedule = &s;
-  m.context.window = selection.window;
+  m.context.window = report;
   m.context.traces = TraceFilter::from_names(s, o.tensors, o.einsums).trace_enabled;
   m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align);
   const TimeRange clip{0, end};  // a prefix cuts windows; a window or shard only drops requests
-  if (selection.window.empty()) return b;  // nothing to report
+  if (report.empty()) return b;  // nothing to report
   try {
     for (std::uint32_t n : children_of(s, options.level, o.tensors))
       for (const std::string& name : s.storages[n].tensors) {
@@ -197,7 +194,7 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
           continue;
         const int p = s.parent(n, name);
         if (p < 0 || s.storages[std::size_t(p)].level != options.level) continue;
-        m.cursors.push_back({mb::SlotWindows(s, n, std::uint32_t(x), o.einsums, clip, selection.window.from),
+        m.cursors.push_back({mb::SlotWindows(s, n, std::uint32_t(x), o.einsums, clip, report.from),
                              n, std::uint32_t(x)});
       }
   } catch (const mb::NotClosed& e) {

@@ -54,6 +54,9 @@ struct Workload {
   std::optional<std::int64_t> bits_per_value_of(const std::string& tensor) const;
 };
 
+// The names a bits_per_value key lists: "A | B" gives A and B, "A" gives A (trimmed).
+std::vector<std::string> bits_key_names(const std::string& key);
+
 // The rank-variable box of one Einsum: variable v runs over [0, extent[v]).
 struct EinsumBox {
   std::vector<std::string> variables;  // = Einsum::rank_variables

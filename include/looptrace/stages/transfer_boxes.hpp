@@ -23,8 +23,10 @@ namespace looptrace {
 
 class BoxTransfers {
  public:
-  // The transfers of `options.level` over the selection of `o`, or nullopt (with the
-  // reason in `why`) where a child's fills or drains are not unions of boxes.
+  // The transfers of `options.level`, keeping the requests in `options.report` (and at
+  // its end if `report_end`), windows cut by `o`'s prefix; nullopt (with the reason in
+  // `why`) where a child's fills or drains are not unions of boxes. transfer_pipeline()
+  // sets the report from `o`'s selection.
   static std::optional<BoxTransfers> make(const Schedule& schedule, const TraceOptions& o,
                                           const TransferOptions& options, std::string* why);
   BoxTransfers(BoxTransfers&&) noexcept;
