@@ -4,8 +4,8 @@
 
 #include "../src/cli/suggest.hpp"
 
-using looptrace::cli::closest;
-using looptrace::cli::edit_distance;
+using looptrace::closest;
+using looptrace::edit_distance;
 using looptrace::cli::unknown_argument;
 
 TEST_CASE("suggest: edit distance counts inserts, deletes, substitutions and swaps") {
@@ -16,6 +16,9 @@ TEST_CASE("suggest: edit distance counts inserts, deletes, substitutions and swa
   CHECK(edit_distance("plot", "plat") == 1);
   CHECK(edit_distance("", "abc") == 3);
   CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("n_einsums", "N_EINSUMS") == 1);  // case alone: one edit
+  CHECK(edit_distance("n_einsum", "N_EINSUMS") == 1);   // letters compare without case
+  CHECK(edit_distance("Storage", "storage") == 1);
 }
 
 TEST_CASE("suggest: the closest candidate only when near enough, unless asked") {
@@ -23,8 +26,10 @@ TEST_CASE("suggest: the closest candidate only when near enough, unless asked") 
   CHECK(closest("tarce", subs) == "trace");
   CHECK(closest("iteratons", subs) == "iterations");
   CHECK_FALSE(closest("movment", subs).has_value());
-  CHECK(closest("movment", subs, true).has_value());
+  CHECK(closest("movment", subs, std::string_view::npos).has_value());
   CHECK_FALSE(closest("x", {}).has_value());
+  CHECK_FALSE(closest("trace", subs).has_value());  // the word itself is no suggestion
+  CHECK(closest("plat", {"plot", "flat"}) == "flat");  // ties: alphabetical
 }
 
 TEST_CASE("suggest: unknown subcommands and options in a command line") {

@@ -5,37 +5,6 @@
 
 namespace looptrace::cli {
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  // Optimal string alignment: Levenshtein plus the swap of two neighbours ("tarce").
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= n; ++i)
-    for (std::size_t j = 1; j <= m; ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[n][m];
-}
-
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
-                                   bool always) {
-  const std::string* best = nullptr;
-  std::size_t best_distance = 0;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(word, c);
-    if (!best || d < best_distance) best = &c, best_distance = d;
-  }
-  if (!best) return std::nullopt;
-  // Near enough: at most a third of the word wrong (and 2 edits for short words).
-  const std::size_t allowed = std::max<std::size_t>(2, word.size() / 3);
-  if (!always && best_distance > allowed) return std::nullopt;
-  return *best;
-}
-
 namespace {
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -119,7 +88,7 @@ std::optional<std::string> unknown_argument(const CLI::App& app, const std::vect
     }
     std::string message = "unknown subcommand '" + arg + "'";
     if (auto near = closest(arg, names)) return message + "; did you mean '" + *near + "'?";
-    if (auto nearest = closest(arg, names, true)) message += "; the closest is '" + *nearest + "'";
+    if (auto nearest = closest(arg, names, std::string_view::npos)) message += "; the closest is '" + *nearest + "'";
     return message + " (subcommands: " + join(names, ", ") + ")";
   }
   return std::nullopt;

@@ -34,7 +34,6 @@ bool is_space(char c);
 bool is_digit(char c);
 bool is_ident_start(char c);
 bool is_ident_char(char c);
-std::size_t edit_distance(std::string_view a, std::string_view b);
 // " (did you mean 'x'?)" for the nearest of `candidates`, or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 // "an int", "a str": a value's type with its article, for messages.

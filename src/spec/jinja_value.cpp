@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "jinja_internal.hpp"
+#include "../suggest.hpp"
 
 namespace looptrace {
 
@@ -285,39 +286,9 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_distance = word.size() / 2 + 2;
-  for (const auto& c : candidates) {
-    if (c == word) continue;
-    // Case-insensitive equality is the strongest hint (n_einsums vs N_EINSUMS).
-    std::size_t d = edit_distance(word, c);
-    if (word.size() == c.size() &&
-        std::equal(word.begin(), word.end(), c.begin(), [](char x, char y) {
-          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-        }))
-      d = 1;
-    if (d < best_distance || (d == best_distance && !best.empty() && c < best)) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+  const auto best = looptrace::closest(word, candidates);
+  return best ? " (did you mean '" + *best + "'?)" : "";
 }
 
 std::string an(const JinjaValue& v) {
