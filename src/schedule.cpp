@@ -283,8 +283,43 @@ struct Compiler {
     return false;
   }
 
+  // The arch's spatial dimension a !Spatial loop runs over: its name (and component,
+  // when given) names one; nullptr when it names none or, by name alone, several.
+  const ArchFanout* fanout_of(const MappingNode& loop) const {
+    const ArchFanout* found = nullptr;
+    for (const ArchFanout& f : spec.fanouts) {
+      if (f.name != loop.name || (!loop.component.empty() && f.component != loop.component)) continue;
+      if (found) return nullptr;
+      found = &f;
+    }
+    return found;
+  }
+
+  // !Spatial loops over one spatial dimension, nested on the way to a leaf, multiply
+  // their instances; the arch has `fanout` of them. Fails at the loop that passes it.
+  void check_fanouts(const std::vector<const MappingNode*>& loops, const std::string& einsum) {
+    if (spec.fanouts.empty()) return;
+    std::vector<std::pair<const ArchFanout*, std::int64_t>> used;  // dimension, instances so far
+    for (const MappingNode* loop : loops) {
+      if (loop->kind != NodeKind::Spatial || loop->name.empty()) continue;
+      const ArchFanout* dim = fanout_of(*loop);
+      if (!dim) continue;
+      auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == dim; });
+      if (it == used.end()) it = used.insert(used.end(), {dim, 1});
+      const std::int64_t here = counts[loop], above = it->second;
+      if (__builtin_mul_overflow(above, here, &it->second) || it->second > dim->fanout)
+        throw SpecError(loop->where,
+                        "the !Spatial loop over '" + loop->rank_variable + "' gives Einsum '" + einsum + "' " +
+                            (above > 1 ? std::to_string(above) + " x " + std::to_string(here) + " instances (with the loops above)"
+                                       : std::to_string(here) + " instances") +
+                            " of '" + dim->name + "' of '" + dim->component + "', more than its fanout, " +
+                            std::to_string(dim->fanout) + " (" + dim->where.str() + ")");
+    }
+  }
+
   void add_leaf(const MappingNode& node, const Context& ctx) {
     const Einsum& e = einsum_named(node.einsum, node.where);
+    check_fanouts(ctx.loops, e.name);
     const EinsumBox& box = box_of(e);
     LeafSchedule leaf;
     leaf.einsum = e.name;

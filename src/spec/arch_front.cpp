@@ -43,10 +43,11 @@ void read_memories(const Reader& in, const SpecNode& node, const SpecNode* varia
 namespace {
 
 // The arch's components by name (!Memory, !Compute, !Container, !Toll, wherever they
-// nest) and the names of the spatial dimensions each gives ("spatial: [{name: X, ...}]").
+// nest) and the spatial dimensions each gives ("spatial: [{name: X, fanout: 4}]").
 struct ArchComponents {
   std::map<std::string, std::string> kind;                  // name -> tag, e.g. "!Memory"
   std::map<std::string, std::vector<std::string>> spatial;  // name -> its spatial names
+  std::map<std::string, std::vector<const SpecNode*>> spatial_nodes;  // name -> those entries
 };
 
 void read_components(const SpecNode& node, ArchComponents& out, int depth) {
@@ -59,8 +60,10 @@ void read_components(const SpecNode& node, ArchComponents& out, int depth) {
     out.kind.emplace(name->text, node.tag);
     if (const SpecNode* spatial = node.find("spatial"); spatial && spatial->is_sequence())
       for (const auto& dim : spatial->items)
-        if (const SpecNode* n = dim->is_map() ? dim->find("name") : nullptr; n && n->is_scalar())
+        if (const SpecNode* n = dim->is_map() ? dim->find("name") : nullptr; n && n->is_scalar()) {
           out.spatial[name->text].push_back(n->text);
+          out.spatial_nodes[name->text].push_back(dim.get());
+        }
   }
   for (const auto& [k, v] : node.entries) read_components(*v, out, depth + 1);
 }
@@ -113,6 +116,25 @@ void check_mapping_against_arch(const SpecNode& arch_node, const Mapping& mappin
     if (tag == "!Compute") computes.push_back(name);
   for (const auto& [component, dims] : arch.spatial) spatial_names.insert(spatial_names.end(), dims.begin(), dims.end());
   check_against_arch(mapping.root, arch, computes, spatial_names);
+}
+
+std::vector<ArchFanout> read_fanouts(const Reader& in, const SpecNode& arch_node, const SpecNode* variables) {
+  ArchComponents arch;
+  read_components(arch_node, arch, 0);
+  std::vector<ArchFanout> out;
+  for (const auto& [component, dims] : arch.spatial_nodes)
+    for (const SpecNode* dim : dims) {
+      const SpecNode* fanout = dim->find("fanout");
+      if (!fanout || !fanout->is_scalar()) continue;
+      const std::string name = dim->find("name")->text;
+      try {  // a number or an expression of numbers and variables; else not checked
+        const JinjaValue v = RankSizes(in, nullptr, nullptr, variables)
+                                 .value(*fanout, "fanout of '" + name + "' of '" + component + "'");
+        if (v.is_int() && v.as_int() > 0) out.push_back({component, name, v.as_int(), fanout->where});
+      } catch (const SpecError&) {
+      }
+    }
+  return out;
 }
 
 }  // namespace looptrace::front_end

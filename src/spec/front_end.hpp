@@ -280,8 +280,10 @@ Mapping read_mapping(const Reader& in, const SpecNode& node);
 // The `arch:` key: what the schedule keeps (memory sizes) ...
 void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables,
                    std::map<std::string, ArchMemory>& out, int depth);
-// ... and the names a mapping may use (errors at the mapping node).
+// ... the names a mapping may use (errors at the mapping node) ...
 void check_mapping_against_arch(const SpecNode& arch_node, const Mapping& mapping);
+// ... and the fanouts of its spatial dimensions, where they are numbers.
+std::vector<ArchFanout> read_fanouts(const Reader& in, const SpecNode& arch_node, const SpecNode* variables);
 
 // Mistakes in a mapping that still trace, as warnings on `spec`.
 void lint_mapping(Spec& spec);

@@ -509,7 +509,10 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
   const SpecNode* variables_node = top.count("variables") ? top.at("variables").value.get() : nullptr;
   spec.workload = read_workload(in, *workload->second.value, variables_node);
   spec.warnings.insert(spec.warnings.end(), in.warnings.begin(), in.warnings.end());
-  if (auto arch = top.find("arch"); arch != top.end()) read_memories(in, *arch->second.value, variables_node, spec.memories, 0);
+  if (auto arch = top.find("arch"); arch != top.end()) {
+    read_memories(in, *arch->second.value, variables_node, spec.memories, 0);
+    spec.fanouts = read_fanouts(in, *arch->second.value, variables_node);
+  }
   auto mapping = top.find("mapping");
   if (mapping != top.end()) {
     spec.mapping = read_mapping(in, *mapping->second.value);

@@ -334,6 +334,29 @@ def test_mapping_checked_against_the_arch():
     check(p.returncode == 0, "no arch: the names are not checked (%r)" % p.stderr)
 
 
+def test_spatial_fanout_checked_against_the_arch():
+    # m has 4 values: 4 instances of X, split in two nested loops of 2, or given by name alone.
+    def spec(name, fanout, spatial):
+        nodes = "".join("  - !Spatial %s\n" % s for s in spatial)
+        text = (ARCH.replace("fanout: 4", "fanout: %s" % fanout) + harness.TINY_WORKLOAD +
+                "mapping:\n  nodes:\n  - !Storage {component: MainMemory, tensors: [A, B]}\n" + nodes +
+                "  - !Temporal {rank_variable: n, tile_shape: 1}\n  - !Compute {einsum: E, component: MAC}\n")
+        return write("fanout-%s.yaml" % name, text)
+    one = "{rank_variable: m, tile_shape: 1, name: X, component: PEs}"
+    two = ["{rank_variable: m, tile_shape: 2, name: X, component: PEs}", one]
+    for name, fanout, spatial in (("exact", "4", [one]), ("expression", "2*2", two), ("by-name", "4", [one.replace(", component: PEs", "")])):
+        p = run("summary", spec(name, fanout, spatial))
+        check(p.returncode == 0 and p.stderr == "", "%s: 4 instances within a fanout of 4 (%r)" % (name, p.stderr))
+    expect_error(["summary", spec("over", "3", [one])],
+                 ["fanout-over.yaml:19:5", "the !Spatial loop over 'm' gives Einsum 'E' 4 instances of 'X' of 'PEs'",
+                  "more than its fanout, 3 (", "fanout-over.yaml:6:33)"])
+    expect_error(["summary", spec("nested", "3", two)],
+                 ["fanout-nested.yaml:20:5", "2 x 2 instances (with the loops above) of 'X' of 'PEs'",
+                  "more than its fanout, 3"])
+    expect_error(["trace", spec("by-name-over", "2", [one.replace(", component: PEs", "")])],
+                 ["4 instances of 'X' of 'PEs', more than its fanout, 2"])
+
+
 LINT = """workload:
   rank_sizes: {M: 8, K: 4, N: 3}
   einsums:
@@ -448,6 +471,7 @@ if __name__ == "__main__":
         test_transfer_layout_options,
         test_transfers_without_a_level_lists_the_levels,
         test_mapping_checked_against_the_arch,
+        test_spatial_fanout_checked_against_the_arch,
         test_mistakes_that_still_trace_are_warned,
         test_mapping_that_computes_nothing,
         test_control_bytes_in_messages_are_escaped,

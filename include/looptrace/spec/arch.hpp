@@ -1,6 +1,7 @@
-// What the schedule keeps of the arch: its memory levels' sizes.
+// What the schedule keeps of the arch: its memory levels' sizes and spatial fanouts.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,15 @@ struct ArchMemory {
   std::string size_text;
   std::optional<double> size_bits;
   SourceLocation where;
+};
+
+// A spatial dimension of a component (`spatial: [{name: X, fanout: 4}]`): the !Spatial
+// loops over it under one another may give at most `fanout` instances together.
+struct ArchFanout {
+  std::string component;
+  std::string name;
+  std::int64_t fanout = 1;
+  SourceLocation where;  // of the fanout value
 };
 
 }  // namespace looptrace

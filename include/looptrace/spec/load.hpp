@@ -28,6 +28,7 @@ struct SpecWarning {
 struct Spec {
   Workload workload;
   std::map<std::string, ArchMemory> memories;  // by name
+  std::vector<ArchFanout> fanouts;             // the arch's spatial dimensions
   Mapping mapping;
   bool has_mapping = false;
   std::vector<std::string> files;     // the files given, in order (not the included ones)
