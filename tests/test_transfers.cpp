@@ -129,12 +129,13 @@ TEST_CASE("transfers: line coalescing and addresses") {
 
 TEST_CASE("transfers: the simulators' formats") {
   const Schedule s = th::compile_text(th::kConv1d);
-  auto render = [&](const std::string& format, std::int64_t cycles) {
+  auto render = [&](const std::string& format, std::int64_t cycles, const char* rate = nullptr) {
     std::FILE* f = std::tmpfile();
     {
       OutputBuffer out(fileno(f));
-      auto sink = make_transfer_sink(format, s, "MainMemory", cycles, out);
-      auto stage = transfer_pipeline(s, {}, level("MainMemory"));
+      const IssueTiming timing = rate ? parse_issue_rate(rate, cycles) : IssueTiming{cycles};
+      auto sink = make_transfer_sink(format, s, "MainMemory", out, timing.limited());
+      auto stage = transfer_pipeline(s, {}, level("MainMemory")) | issue_cycles(timing);
       for (auto b = stage.next_batch(); !b.empty(); b = stage.next_batch()) sink->write(b);
       out.flush();
     }
@@ -153,6 +154,13 @@ TEST_CASE("transfers: the simulators' formats") {
   for (std::size_t at = 0, nl; (nl = d.find('\n', at)) != std::string::npos; at = nl + 1, ++lines)
     CHECK(std::regex_match(d.substr(at, nl - at), dram_line));
   CHECK(lines == 24);
+  // One request a cycle: the second read of t = 0 waits a cycle; the write at t = 3 is
+  // at its own first cycle, 30. JSON Lines then carry the cycle.
+  CHECK(render("dramsim3", 10, "1").substr(0, 41) == "0x0 READ 0\n0x1000 READ 1\n0x2000 WRITE 30\n");
+  const std::string j = render("jsonl", 10, "1/4");
+  CHECK(th::contains(j.substr(0, j.find('\n')), "\"tensor\": \"I\", \"cycle\": 0}"));
+  CHECK(th::contains(j.substr(j.find('\n') + 1), "\"tensor\": \"W\", \"cycle\": 4}"));
+  CHECK_FALSE(th::contains(render("jsonl", 10), "cycle"));
   const std::string m = render("ramulator2", 1);
   CHECK(m.substr(0, 26) == "LD 0x0\nLD 0x1000\nST 0x2000");
   for (std::size_t at = 0, nl; (nl = m.find('\n', at)) != std::string::npos; at = nl + 1)
@@ -223,4 +231,39 @@ mapping:
   REQUIRE(!b.empty());
   const std::uint64_t z = (10'000'000'000ull + 4095) / 4096 * 4096;
   CHECK(b.front() == TransferRequest{1'000'000, z, true, 1, 1});
+}
+
+TEST_CASE("transfers: the issue clock queues requests at its rate") {
+  IssueClock every_other(IssueTiming{10, 1, 2});  // one request every 2 cycles
+  CHECK(every_other.issue(0) == 0);
+  CHECK(every_other.issue(0) == 2);
+  CHECK(every_other.issue(0) == 4);
+  CHECK(every_other.issue(3) == 30);  // the queue is empty again by cycle 30
+  CHECK(every_other.issue(3) == 32);
+  IssueClock two_a_cycle(IssueTiming{1, 2, 1});
+  std::vector<std::int64_t> cycles;
+  for (int i = 0; i < 5; ++i) cycles.push_back(two_a_cycle.issue(0));
+  cycles.push_back(two_a_cycle.issue(1));  // the backlog runs past timestep 1's first cycle
+  cycles.push_back(two_a_cycle.issue(1));
+  CHECK(cycles == std::vector<std::int64_t>{0, 0, 1, 1, 2, 2, 3});
+  IssueClock unlimited(IssueTiming{7});
+  CHECK(unlimited.issue(3) == 21);
+  CHECK(unlimited.issue(3) == 21);
+  IssueClock far(IssueTiming{std::int64_t(1) << 20});
+  CHECK(th::contains(th::spec_error([&] { far.issue(std::int64_t(1) << 62); }).message(), "passes 2^63 - 1"));
+}
+
+TEST_CASE("transfers: issue rates as N, N/K and decimals") {
+  auto rate = [](const char* text) {
+    const IssueTiming t = parse_issue_rate(text);
+    return std::pair{t.requests, t.per_cycles};
+  };
+  CHECK(rate("4") == std::pair<std::int64_t, std::int64_t>{4, 1});
+  CHECK(rate("1/8") == std::pair<std::int64_t, std::int64_t>{1, 8});
+  CHECK(rate("2/4") == std::pair<std::int64_t, std::int64_t>{1, 2});
+  CHECK(rate("0.25") == std::pair<std::int64_t, std::int64_t>{1, 4});
+  CHECK(rate("1.5") == std::pair<std::int64_t, std::int64_t>{3, 2});
+  CHECK(rate(".5") == std::pair<std::int64_t, std::int64_t>{1, 2});
+  for (const char* bad : {"0", "", "x", "1/0", "-1", "1/", "0.1234567", "1.-5", "2097152", "1/2097152", "0.0"})
+    CHECK_MESSAGE(th::contains(th::spec_error([&] { parse_issue_rate(bad); }).message(), "--issue-rate takes"), bad);
 }

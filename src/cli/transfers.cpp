@@ -18,6 +18,7 @@ struct TransferArgs {
   std::string format = "jsonl";
   TransferOptions options;
   std::int64_t cycles_per_timestep = 1;
+  std::string issue_rate;  // empty: no limit
   std::string method = "closed-form";
 };
 }  // namespace
@@ -38,9 +39,13 @@ void add_transfers_command(CLI::App& app) {
   cmd->add_option("--align", t->options.align, "Each tensor starts at a multiple of this many bytes")
       ->capture_default_str()
       ->check(whole_number(1, std::int64_t(1) << 40));
-  cmd->add_option("--cycles-per-timestep", t->cycles_per_timestep, "dramsim3: a request at timestep t is at cycle t * C")
+  cmd->add_option("--cycles-per-timestep", t->cycles_per_timestep,
+                  "dramsim3 (and jsonl with --issue-rate): a request at timestep t issues from cycle t * C on")
       ->capture_default_str()
       ->check(whole_number(1, std::int64_t(1) << 20));
+  cmd->add_option("--issue-rate", t->issue_rate,
+                  "Requests per cycle, as a DMA engine issues them (N, N/K or a decimal): a timestep's requests "
+                  "queue over cycles instead of all at its first; jsonl then gives each its \"cycle\"");
   cmd->add_option("--method", t->method,
                   "closed-form (write each child tile's lines as boxes) or enumerate (follow every access: the check)")
       ->capture_default_str()
@@ -54,6 +59,13 @@ void add_transfers_command(CLI::App& app) {
       throw SpecError("transfers needs --level L, the memory level whose traffic to trace: " +
                       (levels.empty() ? std::string("the mapping has no Storage node") : "one of " + levels));
     }
+    IssueTiming timing{t->cycles_per_timestep};
+    if (!t->issue_rate.empty()) {
+      if (t->format == "ramulator2")
+        throw SpecError("--issue-rate gives cycles, which Ramulator 2's trace does not have (its frontend paces the "
+                        "requests): use --format dramsim3 or jsonl");
+      timing = parse_issue_rate(t->issue_rate, t->cycles_per_timestep);
+    }
     auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
     if (t->options.align % t->options.line_bytes != 0)
       std::cerr << "looptrace: warning: --align " << t->options.align << " is not a multiple of --line-bytes "
@@ -62,9 +74,10 @@ void add_transfers_command(CLI::App& app) {
       std::cerr << "looptrace: note: the transfers of " << printable(t->options.level)
                 << " follow every access (slow on large layers): " << printable(requests.enumerated_because()) << "\n";
     OutputBuffer out(STDOUT_FILENO);
-    auto sink = make_transfer_sink(t->format, schedule, t->options.level, t->cycles_per_timestep, out);
+    auto sink = make_transfer_sink(t->format, schedule, t->options.level, out, timing.limited());
+    auto issued = std::move(requests) | issue_cycles(timing);
     std::int64_t written = 0;
-    for (auto batch = requests.next_batch(); !batch.empty(); batch = requests.next_batch()) {
+    for (auto batch = issued.next_batch(); !batch.empty(); batch = issued.next_batch()) {
       sink->write(batch);
       written += std::int64_t(batch.size());
     }

@@ -10,7 +10,9 @@ here from `transfers --format jsonl`.
 usage: test_movement.py PATH/TO/looptrace
 
 Prints one line per failed check and 'N passed, M failed' last; exits 1 on any failure."""
+import fractions
 import json
+import math
 import os
 import re
 import subprocess
@@ -235,6 +237,19 @@ def test_simulator_formats():
             check(all(a[2] <= b[2] for a, b in zip(got, got[1:])), "dramsim3: cycles never go back")
         except ValueError as e:
             check(False, str(e))
+        for rate in ("3", "1/3", "0.4"):  # an engine that issues one request every 1/rate cycles
+            step, free, want = 1 / fractions.Fraction(rate), fractions.Fraction(0), []
+            for q in reqs:
+                at = max(fractions.Fraction(10 * q["t"]), free)
+                want.append(math.floor(at))
+                free = at + step
+            r = run("transfers", *args, "--format", "dramsim3", "--cycles-per-timestep", "10", "--issue-rate", rate)
+            got = dramsim3_reader(r.stdout)
+            check([c for _, _, c in got] == want and [a for a, _, _ in got] == [q["address"] for q in reqs],
+                  "dramsim3 --issue-rate %s: the requests in order, queued at the rate (%r, want %r)" % (rate, got[:6], want[:6]))
+            timed = jsonl(*args, "--cycles-per-timestep", "10", "--issue-rate", rate)
+            check([q.pop("cycle") for q in timed] == want and timed == reqs,
+                  "jsonl --issue-rate %s: the same requests, each with its cycle" % rate)
         r = run("transfers", *args, "--format", "ramulator2")
         try:
             got = ramulator2_reader(r.stdout)

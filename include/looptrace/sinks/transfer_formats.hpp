@@ -10,6 +10,7 @@
 
 #include "looptrace/schedule.hpp"
 #include "looptrace/sinks/output.hpp"
+#include "looptrace/stages/issue_cycles.hpp"
 #include "looptrace/stages/transfers.hpp"
 
 namespace looptrace {
@@ -17,13 +18,15 @@ namespace looptrace {
 class TransferSink {
  public:
   virtual ~TransferSink() = default;
-  virtual void write(std::span<const TransferRequest> requests) = 0;
+  virtual void write(std::span<const IssuedTransfer> requests) = 0;
 };
 
-// "jsonl", "dramsim3" or "ramulator2"; a request at timestep t is at cycle
-// t * cycles_per_timestep. Throws SpecError naming the formats for anything else.
+// "jsonl", "dramsim3" or "ramulator2", fed by `... | issue_cycles(timing)`: dramsim3
+// writes each request's issue cycle, jsonl adds it as "cycle" when `jsonl_cycles`
+// (ramulator2's trace has none: its frontend paces the requests). Throws SpecError
+// naming the formats for anything else.
 std::unique_ptr<TransferSink> make_transfer_sink(const std::string& format, const Schedule& schedule,
-                                                 const std::string& level, std::int64_t cycles_per_timestep,
-                                                 OutputBuffer& out);
+                                                 const std::string& level, OutputBuffer& out,
+                                                 bool jsonl_cycles = false);
 
 }  // namespace looptrace
