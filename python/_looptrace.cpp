@@ -525,6 +525,10 @@ py::dict plot_raster_py(SpecHandle& h, const TraceOptions& o, const std::string&
     x["y_first"] = panel.y_first, x["y_size"] = panel.y_size;
     x["timesteps_per_column"] = r.timesteps_per_column, x["y_per_row"] = r.y_per_row;
     x["n_blocks"] = panel.n_blocks;
+    std::vector<double> share(r.counts.size());
+    for (std::size_t c = 0; c < share.size(); ++c) share[c] = panel.touched_share(c);
+    x["share"] = adopt(std::move(share), {py::ssize_t(r.rows), py::ssize_t(r.columns)});
+    x["timesteps"] = adopt(std::move(r.timesteps), {py::ssize_t(r.rows), py::ssize_t(r.columns)});
     x["counts"] = adopt(std::move(r.counts), {py::ssize_t(r.rows), py::ssize_t(r.columns)});
     x["series"] = adopt(std::move(r.series), {py::ssize_t(r.rows), py::ssize_t(r.columns)});
     x["tiles"] = adopt(std::move(r.tiles), {py::ssize_t(r.rows), py::ssize_t(r.columns)});
@@ -533,6 +537,8 @@ py::dict plot_raster_py(SpecHandle& h, const TraceOptions& o, const std::string&
   py::dict out;
   out["window"] = py::make_tuple(d.window.from, d.window.to);
   out["truncated"] = d.truncated;
+  out["sampled_timesteps"] = d.sampled_timesteps;
+  out["from_boxes"] = d.from_boxes;
   out["raster"] = d.raster;
   out["series"] = series;
   out["panels"] = panels;

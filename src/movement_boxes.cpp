@@ -620,6 +620,25 @@ class NodeCounter {
 
 }  // namespace
 
+bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges) {
+  TimeOdometer o = leaf.odometer();
+  o.seek(t);
+  if (o.done() || o.time() != t) return false;
+  DigitBox digits(leaf.time_levels.size());
+  for (std::size_t l = 0; l < digits.size(); ++l) digits[l] = {o.digit(l), o.digit(l)};
+  LeafPoints w;
+  leaf_points(leaf, digits, -1, w);
+  if (w.empty) return false;
+  ranges.assign(w.range.begin(), w.range.end());
+  return true;
+}
+
+bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box) {
+  LeafPoints w;
+  w.range.assign(ranges.begin(), ranges.end());
+  return image_of(t, w, box);
+}
+
 NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
                             const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,

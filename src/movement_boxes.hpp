@@ -75,6 +75,16 @@ NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, con
                             const TimeRange& window, std::vector<HeldSpan>* held = nullptr,
                             std::size_t max_held = 0, const std::vector<bool>& partial_sums = {});
 
+// A leaf's points at one timestep, per rank variable one range (its temporal digits
+// fixed, its spatial loops whole); false when the leaf does not run at `t`. Throws
+// NotClosed when they are not ranges (a strided tile).
+using LeafRanges = boost::container::small_vector<Span, 8>;
+bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges);
+
+// The elements of tensor access `t` that those points touch, as a box; false when they
+// are not one (a strided image).
+bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);
+
 // The windows of one (Storage node, tensor) in time order, each with the elements it
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
 // the set), for transfer traces. Windows are clipped to `clip`; `from` skips the

@@ -199,8 +199,21 @@ TEST_CASE("plot: a prefix clips blocks and adds a truncation note") {
   CHECK(spans(panel(d, "T0")) == Spans{{0, 16}, {32, 40}});
   const std::string svg = render_svg(d, level("GlobalBuffer"));
   CHECK(matches(svg, "class=\"note\"[^>]*>([^<]*)<") ==
-        std::vector<std::string>{"truncated: timesteps [0, 40) of 256"});
+        std::vector<std::string>{"truncated at --max-timesteps: timesteps [0, 40) of 256"});
   CHECK(matches(render_svg(build_plot(s, {})), "(class=\"note\")").empty());
+  // A zoom or a sample was asked for: said, not called truncated.
+  TraceOptions zoom = tensors({"T0"});
+  zoom.from = 16, zoom.to = 48;
+  PlotData z = build_plot(s, zoom);
+  CHECK_FALSE(z.cut_at_max_timesteps);
+  CHECK(matches(render_svg(z), "class=\"note\"[^>]*>([^<]*)<") == std::vector<std::string>{"timesteps [16, 48) of 256"});
+  TraceOptions sample = tensors({"T0"});
+  sample.sample_timesteps = 10;
+  PlotData sampled = build_plot(s, sample);
+  CHECK(sampled.sampled_timesteps == 10);
+  CHECK_FALSE(sampled.sampled_for_speed);
+  CHECK(matches(render_svg(sampled), "class=\"note\"[^>]*>([^<]*)<") ==
+        std::vector<std::string>{"timesteps [0, 256) of 256; drawn from 10 sampled timesteps"});
 }
 
 TEST_CASE("plot: errors name what exists") {
@@ -273,8 +286,20 @@ TEST_CASE("plot: past max_points, a fixed raster per panel counts every access")
   // 256 timesteps in 64 columns; T0, T1, T2 (32 elements) in 8 rows, W0, W1 (16) in 8.
   CHECK(legend(svg) == std::vector<std::string>{
                            "Matmul0", "Matmul1",
-                           "accesses per cell (1 to 4); a cell is 4 timesteps \u00d7 4 elements or 2 elements",
+                           "share of a cell's elements touched at a timestep (up to 1/8, ..., all)",
                            "GlobalBuffer tile (live span)"});
+  // Each panel says what its cell is.
+  std::vector<std::string> cells;
+  for (const auto& p : d.panels) cells.push_back(p.density.y_per_row == 4 ? "cell: 4 timesteps \u00d7 4 elements"
+                                                                          : "cell: 4 timesteps \u00d7 2 elements");
+  CHECK(matches(svg, "class=\"cell-size\"[^>]*>([^<]*)<") == cells);
+  CHECK(matches(svg, "(class=\"xgrid\")").size() == d.panels.size());
+  for (const auto& p : d.panels)
+    for (std::size_t c = 0; c < p.density.counts.size(); ++c) {
+      CHECK((p.density.counts[c] == 0) == (p.density.timesteps[c] == 0));
+      CHECK(p.touched_share(c) <= 1.0);
+      if (p.density.counts[c]) CHECK(p.touched_share(c) > 0);
+    }
   // Cells are drawn in their Einsum's colour.
   CHECK(matches(svg, "class=\"density\" data-series=\"([^\"]*)\"").size() >= 2);
   for (const auto& colour : matches(svg, "class=\"density\" data-series=\"Matmul0\"[^>]*fill=\"([^\"]*)\""))
@@ -288,8 +313,36 @@ TEST_CASE("plot: past max_points, a fixed raster per panel counts every access")
   PlotData mixed = build_plot(s, tensors({"T1"}), one_column);
   REQUIRE(mixed.series.size() == 1);
   CHECK(mixed.series[0].label == "read and write");
-  CHECK(legend(render_svg(mixed, one_column))[1] ==
-        "accesses per cell (1 to 32); a cell is 256 timesteps \u00d7 4 elements");
+  // Row m is touched at 32 timesteps (16 writing, then 16 reading), each touching one
+  // of its 4 elements: a share of 1/4, the second of eight shades.
+  const PlotPanel& t1m = mixed.panels.front();
+  CHECK(t1m.density.counts[0] == 32);
+  CHECK(t1m.density.timesteps[0] == 32);
+  CHECK(t1m.touched_share(0) == doctest::Approx(0.25));
+  const std::string one = render_svg(mixed, one_column);
+  CHECK(matches(one, "class=\"cell-size\"[^>]*>([^<]*)<")[0] == "cell: 256 timesteps \u00d7 4 elements");
+  CHECK(matches(one, "class=\"density\"[^>]*data-shade=\"([0-9])\"") == std::vector<std::string>{"1"});
+
+  // Too many accesses to visit: timesteps are sampled (8 a column at least), and the
+  // shares, means over the timesteps that touch a cell, stay 1/4.
+  PlotOptions quick = one_column;
+  quick.raster_columns = 4;
+  quick.max_visited = 100;
+  PlotData fast = build_plot(s, tensors({"T1"}), quick);
+  CHECK(fast.sampled_for_speed);
+  CHECK(fast.sampled_timesteps == 100);  // 256 accesses: 256 x 100 / 256 timesteps (above 8 x 4)
+  const PlotPanel& t1f = fast.panels.front();
+  std::int64_t visited = 0;
+  for (std::size_t c = 0; c < t1f.density.counts.size(); ++c) {
+    visited += t1f.density.counts[c];
+    if (t1f.density.counts[c]) CHECK(t1f.touched_share(c) == doctest::Approx(0.25));
+  }
+  CHECK(visited > 0);
+  CHECK(visited < std::accumulate(t1m.density.counts.begin(), t1m.density.counts.end(), std::int64_t(0)));
+  CHECK(th::contains(matches(render_svg(fast, quick), "class=\"note\"[^>]*>([^<]*)<").at(0),
+                     "drawn from 100 sampled timesteps (too many to visit"));
+  quick.max_visited = 0;
+  CHECK(build_plot(s, tensors({"T1"}), quick).sampled_timesteps == 0);
 }
 
 TEST_CASE("plot: a y zoom keeps the panels that have y in range and draws only those") {
@@ -369,8 +422,8 @@ TEST_CASE("plot: markers keep a visible size; crowded timesteps make rasters") {
   CHECK(panel(d16, "T0").density.columns == 256);
   CHECK(panel(d16, "T0").density.rows == 43);
   CHECK(panel(d16, "W0").density.rows == 32);
-  CHECK(legend(render_svg(d16)).back() ==
-        "accesses per cell (1 to 8); a cell is 8 timesteps \u00d7 3 elements or 2 elements");
+  CHECK(matches(render_svg(d16), "class=\"cell-size\"[^>]*>([^<]*)<") ==
+        std::vector<std::string>{"cell: 8 timesteps \u00d7 3 elements", "cell: 8 timesteps \u00d7 2 elements"});
 }
 
 TEST_CASE("plot: a long trace stays a small file") {
@@ -380,4 +433,66 @@ TEST_CASE("plot: a long trace stays a small file") {
   const std::string svg = render_svg(d, level("GlobalBuffer"));
   CHECK(svg.size() < 3u << 20);
   CHECK(svg.rfind("</svg>") != std::string::npos);
+}
+
+// Rasters too large to visit are counted from each timestep's tile boxes; over every
+// timestep they equal the visit of every access, cell by cell.
+TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
+  const std::string tiled =
+      "workload:\n  iteration_space_shape: {m: 0 <= m < 7, k: 0 <= k < 5, n: 0 <= n < 6}\n"
+      "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: A, projection: [m, k]}\n"
+      "    - {name: B, projection: [k, n]}\n    - {name: Z, projection: [m, n], output: True}\n"
+      "mapping:\n  nodes:\n  - !Storage {component: DRAM, tensors: [A, B, Z]}\n"
+      "  - !Temporal {rank_variable: m, tile_shape: 3}\n  - !Temporal {rank_variable: n, tile_shape: 4}\n"
+      "  - !Spatial {rank_variable: n, tile_shape: 1}\n  - !Temporal {rank_variable: k, tile_shape: 2}\n"
+      "  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: E}\n";
+  // I[2p + r] with p spatial: a timestep touches every other element, no box, so the
+  // accesses are visited.
+  std::string strided = th::kConv1d;
+  strided.replace(strided.find("p + r"), 5, "2*p + r");
+  strided.replace(strided.find("!Temporal {rank_variable: p"), 9, "!Spatial");
+  struct Case {
+    const char* name;
+    Schedule schedule;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"fused 16 x 8", fused(16, 8)});
+  cases.push_back({"tiled, imperfect, spatial", th::compile_text(tiled)});
+  cases.push_back({"conv1d halo", th::compile_text(th::kConv1d)});
+  cases.push_back({"strided", th::compile_text(strided)});
+  for (const auto& c : cases)
+    for (const char* rank : {"", "M", "K"})
+      for (std::int64_t y_to : {std::int64_t(-1), std::int64_t(5)}) {
+        CAPTURE(std::string(c.name));
+        CAPTURE(std::string(rank));
+        CAPTURE(y_to);
+        PlotOptions visit;
+        visit.max_points = 0;
+        visit.max_visited = 0;
+        visit.raster_columns = 7;
+        visit.raster_rows = 3;
+        visit.rank = rank;
+        visit.y_from = y_to > 0 ? 1 : 0;
+        visit.y_to = y_to;
+        PlotOptions boxes = visit;
+        boxes.max_visited = 1;
+        PlotData a, b;
+        try {
+          a = build_plot(c.schedule, {}, visit);
+        } catch (const looptrace::SpecError&) {
+          continue;  // a rank none of the tensors has
+        }
+        b = build_plot(c.schedule, {}, boxes);
+        CHECK(b.from_boxes == (std::string(c.name) != "strided"));
+        CHECK_FALSE(a.from_boxes);
+        REQUIRE(a.panels.size() == b.panels.size());
+        REQUIRE(a.series.size() == b.series.size());
+        for (std::size_t k = 0; k < a.series.size(); ++k) CHECK(a.series[k].label == b.series[k].label);
+        for (std::size_t p = 0; p < a.panels.size(); ++p) {
+          CAPTURE(a.panels[p].tensor);
+          CHECK(a.panels[p].density.counts == b.panels[p].density.counts);
+          CHECK(a.panels[p].density.timesteps == b.panels[p].density.timesteps);
+          CHECK(a.panels[p].density.series == b.panels[p].density.series);
+        }
+      }
 }

@@ -185,9 +185,10 @@ def _marker_size(axis, n_x, n_y, n_points) -> float:
     return float(np.clip(per_cell * 0.9, 0.8, 6.0 if n_points < 20_000 else 3.0))
 
 
-def _rgba(counts, series, colors):
+def _rgba(counts, series, colors, share=None):
     """A cell image: the colour of the series that touched the cell (grey for several),
-    darker with more accesses (log scale); empty cells transparent."""
+    darker with more accesses (log scale), or with `share`, the share of the cell's
+    elements touched at a timestep (0 to 1); empty cells transparent."""
     from matplotlib.colors import to_rgb
 
     palette = np.array([to_rgb(c) for c in colors] + [to_rgb(_MIXED)], dtype=float)
@@ -195,7 +196,7 @@ def _rgba(counts, series, colors):
     index = np.where(series == _EMPTY, 0, index)
     rgb = palette[index]
     c = counts.astype(float)
-    shade = np.log1p(c) / max(np.log1p(c.max()), 1e-9)
+    shade = np.log1p(c) / max(np.log1p(c.max()), 1e-9) if share is None else np.clip(share, 0.0, 1.0)
     rgb = rgb * (1.0 - 0.45 * shade[..., None])
     alpha = np.where(series == _EMPTY, 0.0, 0.55 + 0.45 * shade)
     return np.concatenate([rgb, alpha[..., None]], axis=-1)
@@ -311,8 +312,8 @@ def _plot_streamed_raster(handle, names, color_by, rank, memory_level, level_col
             shade = np.zeros(tiles.shape + (4,))
             shade[tiles.astype(bool)] = to_rgba(level_color)
             axis.imshow(shade, origin="lower", aspect="auto", interpolation="nearest", extent=extent, zorder=0)
-        axis.imshow(_rgba(counts, who, colors), origin="lower", aspect="auto", interpolation="nearest",
-                    extent=extent, zorder=1)
+        axis.imshow(_rgba(counts, who, colors, share=p["share"]), origin="lower", aspect="auto",
+                    interpolation="nearest", extent=extent, zorder=1)
         label = p["ranks"][p["rank"]] if p["rank"] >= 0 else (p["ranks"][0] if len(p["ranks"]) == 1 else "Element")
         _style(axis, p["tensor"], p["shape"], label, t1, p["y_first"] + p["y_size"], x_min=t0)
         axis.set_ylim(p["y_first"] - 0.5, p["y_first"] + p["y_size"] - 0.5)

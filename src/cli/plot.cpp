@@ -85,6 +85,10 @@ void add_plot_command(CLI::App& app) {
                   "Past this many accesses, draw a density raster per panel")
       ->capture_default_str()
       ->check(whole_number(0));
+  cmd->add_option("--max-visited", plot->plot.max_visited,
+                  "A raster of more accesses than this is drawn from a sample of timesteps (0: visit all)")
+      ->capture_default_str()
+      ->check(whole_number(0));
   cmd->add_option("--width", plot->plot.width, "Picture width in pixels")
       ->capture_default_str()
       ->check(whole_number(300, 20000));

@@ -1,13 +1,17 @@
 // Building the picture's data in one pass over the access stream.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 
+#include "looptrace/counts.hpp"
 #include "looptrace/error.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
+#include "../movement_boxes.hpp"
 
 namespace looptrace {
 
@@ -27,10 +31,39 @@ std::string PlotPanel::title() const {
 
 std::string PlotPanel::y_label() const { return rank < 0 ? "element" : ranks[std::size_t(rank)]; }
 
+double PlotPanel::touched_share(std::size_t cell) const {
+  const DensityRaster& r = density;
+  if (cell >= r.counts.size() || r.timesteps[cell] == 0) return 0;
+  const std::int64_t row = std::int64_t(cell) / r.columns;
+  const std::int64_t ys = std::min(r.y_per_row, y_size - row * r.y_per_row);  // the last row may be short
+  return std::min(1.0, double(r.counts[cell]) / (double(r.timesteps[cell]) * double(std::max<std::int64_t>(1, ys))));
+}
+
 namespace {
 
-constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f",
-                                    "#76b7b2", "#edc948", "#ff9da7", "#e15759", "#bab0ac"};
+// Einsum colours: strong ones first, then lighter ones, no greys (a grey is "several
+// Einsums") and no orange of the tiles' shade; past them, hues a golden angle apart.
+constexpr const char* kPalette[] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+    "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#aec7e8", "#98df8a",
+    "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#6b6ecf", "#b5cf6b"};
+constexpr const char* kSeveralEinsums = "#4d4d4d";
+
+std::string einsum_color(std::size_t einsum) {
+  if (einsum < std::size(kPalette)) return kPalette[einsum];
+  // HSL(h, 60%, 45%) to RGB, h a golden angle further for each Einsum past the table.
+  const double h = std::fmod(double(einsum - std::size(kPalette)) * 137.508 + 20.0, 360.0) / 60.0;
+  const double c = 0.6 * (1 - std::fabs(2 * 0.45 - 1)), x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1));
+  const double m = 0.45 - c / 2;
+  double rgb[3] = {0, 0, 0};
+  const int sector = int(h) % 6;
+  const int big[] = {0, 1, 1, 2, 2, 0}, small[] = {1, 0, 2, 1, 0, 2};
+  rgb[big[sector]] = c, rgb[small[sector]] = x;
+  char out[8];
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", int(std::lround((rgb[0] + m) * 255)),
+                int(std::lround((rgb[1] + m) * 255)), int(std::lround((rgb[2] + m) * 255)));
+  return out;
+}
 // A raster cell that more than one colour touched (Einsums, or reads and writes).
 constexpr std::uint16_t kMixedColor = 0xFFFE;
 
@@ -130,6 +163,10 @@ class PlotBuilder {
     const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
     data_.window = selection.window;
     data_.truncated = selection.truncated;
+    if (options.sample_timesteps)
+      data_.sampled_timesteps = std::min(*options.sample_timesteps, selection.window.to - selection.window.from);
+    data_.cut_at_max_timesteps = options.max_timesteps && *options.max_timesteps < s.n_timesteps &&
+                                 selection.window.to == *options.max_timesteps;
     data_.n_timesteps = s.n_timesteps;
     data_.memory_level = plot.memory_level;
     make_panels(panel_tensors(summary, options));
@@ -139,7 +176,12 @@ class PlotBuilder {
     if (data_.raster) make_rasters();
   }
 
-  PlotData run(const TraceOptions& options) {
+  PlotData run(TraceOptions options) {
+    if (too_many_to_visit(options) && plot_.memory_level.empty() && rasters_from_boxes(options)) {
+      name_raster_series();
+      return std::move(data_);
+    }
+    sample_if_too_many(options);
     if (plot_.memory_level.empty()) {
       AccessStream stream(schedule_, options);
       for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
@@ -205,12 +247,144 @@ class PlotBuilder {
       const PlotPanel& panel = data_.panels[std::size_t(route.panel)];
       if (panel.rank >= 0) {
         const TensorInfo& info = schedule_.tensors[std::size_t(t.tensor_index)];
-        route.y = {info.strides[std::size_t(panel.rank)], panel.y_size};
+        route.y = {info.strides[std::size_t(panel.rank)], info.shape[std::size_t(panel.rank)]};  // the whole rank: a zoom cuts y after
       }
     }
     // Markers that would overlap in x read as hatching: past what fits, the raster.
     const double fit = double(plot_.width - kPlotMargins) / kMinMarkerPixels;
     data_.raster = plotted > plot_.max_points || double(data_.window.to - data_.window.from) > fit;
+    plotted_ = plotted;
+  }
+
+  bool too_many_to_visit(const TraceOptions& options) const {
+    return data_.raster && plot_.max_visited > 0 && plotted_ > plot_.max_visited && !options.sample_timesteps;
+  }
+
+  // Rasters too large to visit, counted from tile boxes instead: at each timestep of
+  // the window (past kBoxTimesteps of them, a sample), each leaf's points are a box of
+  // its variables and their image in a tensor a box, whose elements in a cell's y are
+  // counted from the box's bounds. False (the raster left empty) where an image is not
+  // a box: the caller visits accesses instead.
+  static constexpr std::int64_t kBoxTimesteps = 200'000;
+  bool rasters_from_boxes(const TraceOptions& options) {
+    namespace mb = movement_boxes;
+    const std::int64_t length = data_.window.to - data_.window.from;
+    TraceOptions sampled = options;
+    if (length > kBoxTimesteps) sampled.sample_timesteps = kBoxTimesteps;
+    const TimeSelection selection = TimeSelection::from_options(sampled, schedule_.n_timesteps);
+    const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
+    mb::LeafRanges ranges;
+    mb::Box box;
+    try {
+      for (const TimeRange& range : selection.ranges)
+        for (std::int64_t t = range.from; t < range.to; ++t) {
+          for (const LeafSchedule& leaf : schedule_.leaves) {
+            if (!mb::leaf_points_at(leaf, t, ranges)) continue;
+            for (const LeafTensor& lt : leaf.tensors) {
+              if (!enabled[std::size_t(lt.trace)] || routes_[std::size_t(lt.trace)].panel < 0) continue;
+              if (!mb::image_box(lt, ranges, box)) return reset_rasters();
+              add_box(std::size_t(lt.trace), t, box);
+            }
+          }
+          if (plot_.progress && (t & 1023) == 0) plot_.progress(t + 1 - data_.window.from);
+        }
+    } catch (const mb::NotClosed&) {
+      return reset_rasters();
+    }
+    if (length > kBoxTimesteps) data_.sampled_timesteps = kBoxTimesteps, data_.sampled_for_speed = true;
+    data_.from_boxes = true;
+    return true;
+  }
+
+  bool reset_rasters() {
+    last_touch_.clear();
+    make_rasters();
+    return false;
+  }
+
+  // The elements of `box` (a box of the tensor's coordinates) with y in [a, b).
+  static std::int64_t elements_in(const TensorInfo& info, const PlotPanel& panel, const movement_boxes::Box& box,
+                                  std::int64_t a, std::int64_t b) {
+    using Wide = __int128;
+    if (panel.rank >= 0) {  // y is one rank's coordinate: the other ranks multiply
+      const auto& r = box[std::size_t(panel.rank)];
+      Wide n = std::max<std::int64_t>(0, std::min(b, r.hi) - std::max(a, r.lo));
+      for (std::size_t k = 0; k < box.size(); ++k)
+        if (int(k) != panel.rank) n *= box[k].size();
+      return std::int64_t(std::min<Wide>(n, std::numeric_limits<std::int64_t>::max()));
+    }
+    // The points of the box whose row-major element is below x, rank by rank: those
+    // with x's leading coordinates and a smaller one next.
+    auto below = [&](std::int64_t x) {
+      if (x <= 0) return Wide(0);
+      boost::container::small_vector<std::int64_t, 8> digit(box.size());
+      Wide rest = x, inner = 1;
+      bool past_end = rest >= info.size;
+      for (std::size_t k = box.size(); k-- > 0;) digit[k] = std::int64_t(rest % info.shape[k]), rest /= info.shape[k];
+      for (const auto& r : box) inner *= r.size();
+      if (past_end) return inner;
+      Wide n = 0;
+      for (std::size_t k = 0; k < box.size(); ++k) {
+        const auto& r = box[k];
+        inner /= r.size();
+        n += Wide(std::clamp(digit[k], r.lo, r.hi) - r.lo) * inner;
+        if (digit[k] < r.lo || digit[k] >= r.hi) break;
+      }
+      return n;
+    };
+    return std::int64_t(std::min<Wide>(below(b) - below(a), std::numeric_limits<std::int64_t>::max()));
+  }
+
+  // One (timestep, trace)'s box of elements into its panel's cells, as add() counts
+  // its accesses one by one.
+  void add_box(std::size_t trace, std::int64_t t, const movement_boxes::Box& box) {
+    for (const auto& r : box)
+      if (r.empty()) return;
+    const Route& route = routes_[trace];
+    const auto p = std::size_t(route.panel);
+    PlotPanel& panel = data_.panels[p];
+    DensityRaster& d = panel.density;
+    const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.traces[trace].tensor_index)];
+    // The rows the box can reach: its first and last element's (or coordinate's) y.
+    std::int64_t lo = 0, hi = 0;
+    if (panel.rank >= 0) {
+      lo = box[std::size_t(panel.rank)].lo, hi = box[std::size_t(panel.rank)].hi - 1;
+    } else {
+      for (std::size_t k = 0; k < box.size(); ++k) lo += box[k].lo * info.strides[k], hi += (box[k].hi - 1) * info.strides[k];
+    }
+    lo = std::max(lo, panel.y_first) - panel.y_first, hi = std::min(hi, panel.y_first + panel.y_size - 1) - panel.y_first;
+    if (hi < lo) return;
+    const std::int64_t c = column(d, t);
+    for (std::int64_t row = lo / d.y_per_row; row <= hi / d.y_per_row; ++row) {
+      const std::int64_t a = panel.y_first + row * d.y_per_row;
+      const std::int64_t n = elements_in(info, panel, box, a, std::min(a + d.y_per_row, panel.y_first + panel.y_size));
+      if (n == 0) continue;
+      const auto at = std::size_t(row * d.columns + c);
+      d.counts[at] = std::uint32_t(std::min<std::int64_t>(std::int64_t(d.counts[at]) + n, std::numeric_limits<std::uint32_t>::max()));
+      std::int64_t& last = last_touch_[p][at];
+      if (last != t && d.timesteps[at] != std::numeric_limits<std::uint32_t>::max()) ++d.timesteps[at];
+      last = t;
+      std::uint16_t& color = d.series[at];
+      const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
+      if (color == DensityRaster::kNoSeries) color = raw;
+      else if (color != raw) color = kMixedColor;
+    }
+  }
+
+  // A raster of more accesses than max_visited is drawn from about max_visited of them:
+  // timesteps sampled across the window (at least 8 a column), each visited whole. The
+  // shares of cells are means over the timesteps that touch them, which a sample
+  // estimates as it is; counts are of what was visited.
+  void sample_if_too_many(TraceOptions& options) {
+    if (!too_many_to_visit(options)) return;
+    const std::int64_t length = data_.window.to - data_.window.from;
+    const std::int64_t columns = data_.panels.front().density.columns;
+    const std::int64_t wanted =
+        std::max<std::int64_t>(8 * columns, std::int64_t(double(length) * double(plot_.max_visited) / double(plotted_)));
+    if (wanted >= length) return;
+    options.sample_timesteps = wanted;
+    data_.sampled_timesteps = wanted;
+    data_.sampled_for_speed = true;
   }
 
   // Cells hold a whole number of timesteps and of y, so the legend can say what a cell
@@ -225,6 +399,8 @@ class PlotBuilder {
       d.columns = std::max<std::int64_t>(1, ceil_div(length, d.timesteps_per_column));
       d.rows = std::max<std::int64_t>(1, ceil_div(p.y_size, d.y_per_row));
       d.counts.assign(std::size_t(d.columns * d.rows), 0);
+      d.timesteps.assign(d.counts.size(), 0);
+      last_touch_.emplace_back(d.counts.size(), -1);
       d.series.assign(d.counts.size(), DensityRaster::kNoSeries);
       if (!plot_.memory_level.empty()) d.tiles.assign(d.counts.size(), 0);
     }
@@ -282,6 +458,10 @@ class PlotBuilder {
       const auto at = std::size_t(key * d.columns + column(d, r.timestep));
       std::uint32_t& cell = d.counts[at];
       if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;
+      // The stream is in time order, so a cell sees its timesteps one after another.
+      std::int64_t& last = last_touch_[p][at];
+      if (last != r.timestep && d.timesteps[at] != std::numeric_limits<std::uint32_t>::max()) ++d.timesteps[at];
+      last = r.timestep;
       // Raw colour until the end: the only one seen in the cell, or kMixedColor.
       std::uint16_t& color = d.series[at];
       const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
@@ -324,7 +504,7 @@ class PlotBuilder {
       s.is_output = write;
       if (plot_.color_by == PlotColor::einsum) {
         s.label = schedule_.einsums[raw / 2] + (write ? " write" : " read");
-        s.color = kPalette[(raw / 2) % std::size(kPalette)];
+        s.color = einsum_color(raw / 2);
       } else {
         s.label = write ? "write" : "read";
         s.color = write ? "#e15759" : "#4e79a7";
@@ -347,10 +527,10 @@ class PlotBuilder {
       PlotSeries s;
       if (raw == kMixedColor) {
         s.label = by_einsum ? "several Einsums" : "read and write";
-        s.color = by_einsum ? "#555555" : "#8e44ad";
+        s.color = by_einsum ? kSeveralEinsums : "#8e44ad";
       } else if (by_einsum) {
         s.label = schedule_.einsums[raw];
-        s.color = kPalette[raw % std::size(kPalette)];
+        s.color = einsum_color(raw);
       } else {
         s.is_output = raw == 1;
         s.label = s.is_output ? "write" : "read";
@@ -367,6 +547,8 @@ class PlotBuilder {
   const PlotOptions& plot_;
   PlotData data_;
   std::vector<Route> routes_;
+  std::int64_t plotted_ = 0;                          // accesses of the plotted traces
+  std::vector<std::vector<std::int64_t>> last_touch_;  // raster mode: per panel, per cell
 };
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace looptrace {
 
 namespace {
 
-// Raster cells: the series colour at an opacity that grows with the count (log scale).
-constexpr const char* kShadeOpacity[] = {"0.45", "0.52", "0.6", "0.68", "0.76", "0.84", "0.92", "1"};
+// Raster cells: the series colour at an opacity that grows with the share of the
+// cell touched, in eighths (a strided tile is faint, a whole one dark).
+constexpr const char* kShadeOpacity[] = {"0.16", "0.28", "0.4", "0.52", "0.64", "0.76", "0.88", "1"};
 constexpr int kShadeCount = 8;
 constexpr double kMaxMarker = 8.0, kLegendMarker = 12.0;  // pixels; the least is kMinMarkerPixels
 constexpr const char* kTileFill = "#fdd49e";
@@ -200,8 +201,8 @@ class SvgPicture {
       for (int k = 0; k < kShadeCount; ++k)
         swatch += "<rect x=\"" + num(k * 4) + "\" y=\"-5\" width=\"4\" height=\"10\" fill=\"#333\" fill-opacity=\"" +
                   kShadeOpacity[k] + "\"/>";
-      entries.push_back({swatch, "accesses per cell (1 to " + std::to_string(max_count()) + "); a cell is " +
-                                     cell_size(), 32});
+      entries.push_back({swatch, "share of a cell's " + std::string(d_.panels.front().rank < 0 ? "elements" : "coordinates") +
+                                     " touched at a timestep (up to 1/8, ..., all)", 32});
     }
     if (!d_.memory_level.empty())
       entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +
@@ -226,27 +227,13 @@ class SvgPicture {
     return out + "</g>\n";
   }
 
-  // "4 timesteps × 2 elements": the panels share the columns; their rows differ when
-  // their y ranges do ("× 4 elements or 2 elements").
-  std::string cell_size() const {
+  // "cell: 4 timesteps × 2 elements", on each panel: rows differ with the y ranges.
+  static std::string cell_size(const PlotPanel& p) {
     auto amount = [](std::int64_t v, const std::string& unit) {
       return tick_label(v) + " " + unit + (v == 1 ? "" : "s");
     };
-    std::vector<std::string> rows;
-    for (const auto& q : d_.panels) {
-      const std::string r = amount(q.density.y_per_row, q.rank < 0 ? "element" : q.y_label() + " coordinate");
-      if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
-    }
-    std::string out = amount(d_.panels.front().density.timesteps_per_column, "timestep") + " \u00d7 ";
-    for (std::size_t i = 0; i < rows.size(); ++i) out += (i ? " or " : "") + rows[i];
-    return out;
-  }
-
-  std::uint32_t max_count() const {
-    std::uint32_t m = 1;
-    for (const auto& p : d_.panels)
-      for (std::uint32_t c : p.density.counts) m = std::max(m, c);
-    return m;
+    return "cell: " + amount(p.density.timesteps_per_column, "timestep") + " \u00d7 " +
+           amount(p.density.y_per_row, p.rank < 0 ? "element" : p.y_label() + " coordinate");
   }
 
   void panel(std::size_t i) {
@@ -255,13 +242,16 @@ class SvgPicture {
     out_ += "<g class=\"panel\" data-tensor=\"" + xml(p.tensor) + "\">\n";
     out_ += "<text class=\"title\" x=\"" + num(left) + "\" y=\"" + num(top - 7) +
             "\" font-weight=\"bold\">" + xml(p.title()) + "</text>\n";
+    if (d_.raster)
+      out_ += "<text class=\"cell-size\" x=\"" + num(left + layout_.plot_width) + "\" y=\"" + num(top - 7) +
+              "\" text-anchor=\"end\" fill=\"#555\">" + xml(cell_size(p)) + "</text>\n";
     if (d_.raster) raster(p, top);
     else tiles(p, top), points(p, top);
     out_ += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" +
             num(layout_.plot_width) + "\" height=\"" + num(layout_.panel_height) +
             "\" fill=\"none\" stroke=\"#444\"/>\n";
     y_ticks(p, top);
-    x_ticks(top + layout_.panel_height);
+    x_ticks(top, top + layout_.panel_height);
     const double mid = top + layout_.panel_height / 2;
     out_ += "<text class=\"ylabel\" x=\"" + num(left - 58) + "\" y=\"" + num(mid) +
             "\" text-anchor=\"middle\" transform=\"rotate(-90 " + num(left - 58) + " " + num(mid) +
@@ -269,11 +259,15 @@ class SvgPicture {
     out_ += "</g>\n";
   }
 
-  // Marks only: the numbers go once, under the last panel.
-  void x_ticks(double bottom) {
-    std::string d;
-    for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8))
+  // Marks and faint gridlines through the panel: the numbers go once, under the last
+  // panel, and the lines carry them up to every other.
+  void x_ticks(double top, double bottom) {
+    std::string d, grid;
+    for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8)) {
       path(d, {{'M', x_of(double(t) + 0.5)}, {' ', bottom}, {'v', 4}});
+      path(grid, {{'M', x_of(double(t) + 0.5)}, {' ', top}, {'V', bottom}});
+    }
+    out_ += "<path class=\"xgrid\" d=\"" + grid + "\" stroke=\"#000\" stroke-opacity=\"0.12\"/>\n";
     out_ += "<path class=\"xticks\" d=\"" + d + "\" stroke=\"#444\"/>\n";
   }
 
@@ -351,12 +345,10 @@ class SvgPicture {
   // accesses; each as runs of equal cells along a row.
   void raster(const PlotPanel& p, double top) {
     const DensityRaster& r = p.density;
-    const double log_max = std::log(double(max_count()));
     auto level = [&](std::size_t cell) {  // series * kShadeCount + shade, -1 if empty
-      const std::uint32_t c = r.counts[cell];
-      if (c == 0) return -1;
-      const int shade = log_max <= 0 ? kShadeCount - 1
-                                     : int(std::lround(std::log(double(c)) / log_max * (kShadeCount - 1)));
+      if (r.counts[cell] == 0) return -1;
+      const double share = p.touched_share(cell);
+      const int shade = std::clamp(int(std::ceil(share * kShadeCount - 1e-9)) - 1, 0, kShadeCount - 1);
       return int(r.series[cell]) * kShadeCount + shade;
     };
     if (!r.tiles.empty())
@@ -400,10 +392,19 @@ class SvgPicture {
               "\" text-anchor=\"middle\">" + tick_label(t) + "</text>\n";
     out_ += "<text class=\"xlabel\" x=\"" + num(layout_.left + layout_.plot_width / 2) +
             "\" y=\"" + num(bottom + 36) + "\" text-anchor=\"middle\">Timestep</text>\n";
-    if (d_.truncated)
-      out_ += "<text class=\"note\" x=\"" + num(layout_.left) + "\" y=\"" + num(bottom + 54) +
-              "\" fill=\"#a33\">truncated: timesteps [" + std::to_string(d_.window.from) + ", " +
-              std::to_string(d_.window.to) + ") of " + std::to_string(d_.n_timesteps) + "</text>\n";
+    // Cut short by --max-timesteps is worth a warning; a zoom or a sample was asked for.
+    const std::string span = "timesteps [" + std::to_string(d_.window.from) + ", " + std::to_string(d_.window.to) +
+                             ") of " + std::to_string(d_.n_timesteps);
+    std::string note, color = "#555";
+    if (d_.cut_at_max_timesteps) note = "truncated at --max-timesteps: " + span, color = "#a33";
+    else if (d_.truncated) note = span;
+    if (d_.sampled_timesteps > 0)
+      note += (note.empty() ? "" : "; ") + std::string(d_.from_boxes ? "counted from tile boxes at " : "drawn from ") +
+              std::to_string(d_.sampled_timesteps) + " sampled timesteps" +
+              (d_.sampled_for_speed ? " (too many to visit; --max-visited 0 visits every access)" : "");
+    if (!note.empty())
+      out_ += "<text class=\"note\" x=\"" + num(layout_.left) + "\" y=\"" + num(bottom + 54) + "\" fill=\"" + color +
+              "\">" + xml(note) + "</text>\n";
     out_ += "</g>\n";
   }
 

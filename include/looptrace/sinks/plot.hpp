@@ -33,6 +33,9 @@ struct PlotOptions {
   std::int64_t y_from = 0, y_to = -1;
   // More accesses than this, or more timesteps than markers fit across: density rasters.
   std::int64_t max_points = 150'000;
+  // Rasters of more accesses than this are drawn from a sample of the window's
+  // timesteps (each visited whole), so a whole layer draws in seconds; 0: visit all.
+  std::int64_t max_visited = 30'000'000;
   // At most, per panel: cells of about 3 x 3 pixels at the default size.
   std::int64_t raster_columns = 280, raster_rows = 60;
   int width = 960, panel_height = 180;  // pixels
@@ -65,7 +68,8 @@ struct DensityRaster {
   static constexpr std::uint16_t kNoSeries = 0xFFFF;
   std::int64_t columns = 0, rows = 0;
   std::int64_t timesteps_per_column = 1, y_per_row = 1;  // what one cell covers
-  std::vector<std::uint32_t> counts;  // saturating
+  std::vector<std::uint32_t> counts;     // saturating
+  std::vector<std::uint32_t> timesteps;  // per cell: the timesteps that touch it (saturating)
   std::vector<std::uint16_t> series;  // per cell: into PlotData::series; kNoSeries if empty
   std::vector<std::uint8_t> tiles;    // 1 where a memory-level tile covers the cell
 };
@@ -82,13 +86,20 @@ struct PlotPanel {
   std::int64_t n_blocks = 0;      // windows in which the tensor is touched (both modes)
   DensityRaster density;          // raster mode
 
+  // Raster mode: the share of a cell's y that its timesteps touch, on average over
+  // the timesteps that touch it (0 to 1): a strided tile is a faint cell, a whole one dark.
+  double touched_share(std::size_t cell) const;
   std::string title() const;    // "T0 (M=8, N0=4)", "T0 (M=8, N0=4), element [4, 12)" zoomed
   std::string y_label() const;  // "element" or "N0"
 };
 
 struct PlotData {
   TimeRange window;               // the x-axis
-  bool truncated = false;
+  bool truncated = false;         // the window leaves timesteps of the schedule out
+  bool cut_at_max_timesteps = false;  // ... because --max-timesteps ends it (not a zoom)
+  std::int64_t sampled_timesteps = 0;  // > 0: drawn from this many sampled timesteps
+  bool sampled_for_speed = false;      // ... chosen by max_visited, not --sample-timesteps
+  bool from_boxes = false;  // rasters counted from each timestep's tile boxes, no access visited
   std::int64_t n_timesteps = 0;   // of the full schedule
   bool raster = false;            // density rasters instead of points
   std::string memory_level;
