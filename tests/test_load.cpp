@@ -140,19 +140,34 @@ TEST_CASE("load: a bits_per_value key that names no tensor is warned about, with
   const Spec s = th::spec_text2(R"(
 workload:
   iteration_space_shape: {m: 0 <= m < 2}
-  bits_per_value: {B: 16, "A | C": 4, Other: 8}
+  bits_per_value: {B: 16, "A | C": 4, Nope: 8}
   einsums:
   - {einsum: "B[m] = A[m]"}
 )", kMapping);
   std::vector<std::string> said;
   for (const auto& w : s.warnings)
     if (w.message.find("bits_per_value key") != std::string::npos) said.push_back(w.message);
-  // 'A | C': A is a tensor, C is not; Other is none. A and B have sizes, nothing is left.
+  // 'A | C': A is a tensor, C is not; Nope is none. A and B have sizes, nothing is left.
   REQUIRE(said.size() == 2);
   CHECK(th::contains(said[0], "key 'A | C': 'C' is no tensor of the workload"));
-  CHECK(th::contains(said[1], "key 'Other': 'Other' is no tensor"));
+  CHECK(th::contains(said[1], "key 'Nope': 'Nope' is no tensor"));
   CHECK(!th::contains(said[1], "without a size"));
   CHECK(s.workload.bits_per_value_of("A") == 4);
+}
+
+TEST_CASE("load: bits_per_value's Other sizes every tensor no other key names, as AccelForge's") {
+  const Spec s = th::spec_text2(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 2}
+  bits_per_value: {B: 16, Other: 8}
+  einsums:
+  - {einsum: "B[m] = A[m]"}
+  - {einsum: "C[m] = B[m]"}
+)", kMapping);
+  CHECK(s.workload.bits_per_value_of("B") == 16);
+  CHECK(s.workload.bits_per_value_of("A") == 8);
+  CHECK(s.workload.bits_per_value_of("C") == 8);
+  for (const auto& w : s.warnings) CHECK_MESSAGE(!th::contains(w.message, "bits_per_value"), w.message);
 }
 
 TEST_CASE("load: Jinja defines drive loops, conditionals and defaults") {

@@ -162,7 +162,7 @@ void warn_unknown_bits_keys(const Reader& in, const SpecNode& bits, const Worklo
     for (const auto& a : e.accesses) tensors.insert(a.tensor);
   for (const auto& [k, v] : bits.entries) {
     const std::string& key = k->text;
-    if (key.empty() || key == "All") continue;
+    if (key.empty() || key == "All" || key == "Other") continue;
     std::vector<std::string> unknown;
     for (const std::string& part : bits_key_names(key))
       if (!tensors.count(part)) unknown.push_back("'" + printable(part) + "'");
@@ -173,7 +173,7 @@ void warn_unknown_bits_keys(const Reader& in, const SpecNode& bits, const Worklo
     in.warnings.push_back(
         {k->where, "bits_per_value key '" + printable(key) + "': " + join(unknown) +
                        (unknown.size() > 1 ? " are" : " is") +
-                       " no tensor of the workload (looptrace reads All, tensor names and 'A | B'; "
+                       " no tensor of the workload (looptrace reads All, Other, tensor names and 'A | B'; "
                        "AccelForge's set expressions are not evaluated), so it sizes nothing there" +
                        (unsized.empty() ? std::string()
                                         : "; without a size: " + join(unsized) + " (no byte figures for them)")});

@@ -44,13 +44,14 @@ struct Workload {
   std::vector<Einsum> einsums;
   std::vector<Constraint> constraints;  // workload-level iteration_space_shape
   std::map<std::string, std::int64_t> rank_sizes;
-  // As written: (key, bits) with the key "All", a tensor name or "A | B" ("" for a
-  // plain number, which means All).
+  // As written: (key, bits) with the key "All", a tensor name, "A | B" or "Other" (every
+  // tensor no other key names, as AccelForge reads it; "" for a plain number: All).
   std::vector<std::pair<std::string, std::int64_t>> bits_per_value;
   SourceLocation where;
 
   const Einsum* find_einsum(const std::string& name) const;
-  // A tensor's bits per value: an access's own, then its name, a group naming it, All.
+  // A tensor's bits per value: an access's own, then its name, a group naming it,
+  // Other, All.
   std::optional<std::int64_t> bits_per_value_of(const std::string& tensor) const;
 };
 
