@@ -633,6 +633,29 @@ bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges
   return true;
 }
 
+bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch& out) {
+  out.boxes.clear();
+  const std::vector<DigitBox> boxes = iterations_in(leaf, clip);
+  if (boxes.empty()) return false;
+  // t = base + sum_l (j_l * period_l + offset_l) grows with every digit.
+  auto time_of = [&](const DigitBox& d, bool high) {
+    std::int64_t t = leaf.time_base;
+    for (std::size_t l = 0; l < d.size(); ++l)
+      t += (high ? d[l].hi : d[l].lo) * leaf.time_levels[l].period + leaf.time_levels[l].offset;
+    return t;
+  };
+  out.first = std::numeric_limits<std::int64_t>::max(), out.last = std::numeric_limits<std::int64_t>::min();
+  LeafPoints w;
+  for (const DigitBox& d : boxes) {
+    leaf_points(leaf, d, -1, w);
+    if (w.empty) continue;
+    out.boxes.emplace_back(w.range.begin(), w.range.end());
+    out.first = std::min(out.first, time_of(d, false));
+    out.last = std::max(out.last, time_of(d, true));
+  }
+  return !out.boxes.empty();
+}
+
 bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box) {
   LeafPoints w;
   w.range.assign(ranges.begin(), ranges.end());

@@ -81,6 +81,15 @@ NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, con
 using LeafRanges = boost::container::small_vector<Span, 8>;
 bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges);
 
+// A leaf's points over its iterations in `clip`: one set of ranges per box of
+// iterations (the union is the set), and the first and last timestep it runs there;
+// false when it does not run there. Throws NotClosed as leaf_points_at.
+struct LeafStretch {
+  std::vector<LeafRanges> boxes;
+  std::int64_t first = 0, last = 0;
+};
+bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch& out);
+
 // The elements of tensor access `t` that those points touch, as a box; false when they
 // are not one (a strided image).
 bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);

@@ -323,26 +323,42 @@ TEST_CASE("plot: past max_points, a fixed raster per panel counts every access")
   CHECK(matches(one, "class=\"cell-size\"[^>]*>([^<]*)<")[0] == "cell: 256 timesteps \u00d7 4 elements");
   CHECK(matches(one, "class=\"density\"[^>]*data-shade=\"([0-9])\"") == std::vector<std::string>{"1"});
 
-  // Too many accesses to visit: timesteps are sampled (8 a column at least), and the
-  // shares, means over the timesteps that touch a cell, stay 1/4.
+  // Too many accesses to visit: counted from tile boxes at every timestep, the same.
   PlotOptions quick = one_column;
-  quick.raster_columns = 4;
   quick.max_visited = 100;
   PlotData fast = build_plot(s, tensors({"T1"}), quick);
+  CHECK(fast.from_boxes);
+  CHECK(fast.sampled_timesteps == 0);
+  CHECK(fast.panels.front().density.counts == t1m.density.counts);
+  CHECK(fast.panels.front().density.tiles == t1m.density.tiles);
+  CHECK(matches(render_svg(fast, quick), "(class=\"note\")").empty());
+}
+
+TEST_CASE("plot: a raster too large to visit and not made of boxes is drawn from sampled timesteps") {
+  // A[2s + t] with s spatial: a timestep touches every other element of four, no box.
+  const Schedule s = th::compile_text(
+      "workload:\n  iteration_space_shape: {t: 0 <= t < 256, s: 0 <= s < 4}\n"
+      "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: A, projection: {X: 2*s + t}}\n"
+      "    - {name: B, projection: [t], output: True}\n"
+      "mapping:\n  nodes:\n  - !Storage {component: DRAM, tensors: [A, B]}\n"
+      "  - !Temporal {rank_variable: t, tile_shape: 1}\n  - !Spatial {rank_variable: s, tile_shape: 1}\n"
+      "  - !Compute {einsum: E}\n");
+  PlotOptions quick;
+  quick.max_points = 0;
+  quick.raster_columns = 4;
+  quick.max_visited = 100;
+  PlotData fast = build_plot(s, {}, quick);
+  CHECK_FALSE(fast.from_boxes);
   CHECK(fast.sampled_for_speed);
-  CHECK(fast.sampled_timesteps == 100);  // 256 accesses: 256 x 100 / 256 timesteps (above 8 x 4)
-  const PlotPanel& t1f = fast.panels.front();
+  CHECK(fast.sampled_timesteps == 32);  // 1280 accesses: 8 timesteps a column, above 256 x 100 / 1280
   std::int64_t visited = 0;
-  for (std::size_t c = 0; c < t1f.density.counts.size(); ++c) {
-    visited += t1f.density.counts[c];
-    if (t1f.density.counts[c]) CHECK(t1f.touched_share(c) == doctest::Approx(0.25));
-  }
-  CHECK(visited > 0);
-  CHECK(visited < std::accumulate(t1m.density.counts.begin(), t1m.density.counts.end(), std::int64_t(0)));
+  for (const auto& p : fast.panels)
+    for (std::uint32_t c : p.density.counts) visited += c;
+  CHECK(visited == 32 * 5);  // four A and one B a timestep
   CHECK(th::contains(matches(render_svg(fast, quick), "class=\"note\"[^>]*>([^<]*)<").at(0),
-                     "drawn from 100 sampled timesteps (too many to visit"));
+                     "drawn from 32 sampled timesteps (too many to visit"));
   quick.max_visited = 0;
-  CHECK(build_plot(s, tensors({"T1"}), quick).sampled_timesteps == 0);
+  CHECK(build_plot(s, {}, quick).sampled_timesteps == 0);
 }
 
 TEST_CASE("plot: a y zoom keeps the panels that have y in range and draws only those") {
@@ -460,13 +476,21 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
   cases.push_back({"tiled, imperfect, spatial", th::compile_text(tiled)});
   cases.push_back({"conv1d halo", th::compile_text(th::kConv1d)});
   cases.push_back({"strided", th::compile_text(strided)});
+  std::int64_t compared = 0;
   for (const auto& c : cases)
+    for (std::string memory_level : std::vector<std::string>{"", "MainMemory", "GlobalBuffer", "DRAM"})
     for (const char* rank : {"", "M", "K"})
       for (std::int64_t y_to : {std::int64_t(-1), std::int64_t(5)}) {
         CAPTURE(std::string(c.name));
+        CAPTURE(memory_level);
         CAPTURE(std::string(rank));
         CAPTURE(y_to);
+        if (!memory_level.empty() &&
+            std::find(c.schedule.memory_levels.begin(), c.schedule.memory_levels.end(), memory_level) ==
+                c.schedule.memory_levels.end())
+          continue;
         PlotOptions visit;
+        visit.memory_level = memory_level;
         visit.max_points = 0;
         visit.max_visited = 0;
         visit.raster_columns = 7;
@@ -480,11 +504,14 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
         try {
           a = build_plot(c.schedule, {}, visit);
         } catch (const looptrace::SpecError&) {
-          continue;  // a rank none of the tensors has
+          continue;  // a rank none of the tensors has, a level that holds none of them
         }
         b = build_plot(c.schedule, {}, boxes);
-        CHECK(b.from_boxes == (std::string(c.name) != "strided"));
+        // Boxes unless an image is strided, or a level's blocks are asked for under a y
+        // zoom (their live spans are those of the accesses in the zoom).
+        CHECK(b.from_boxes == (std::string(c.name) != "strided" && (memory_level.empty() || y_to < 0)));
         CHECK_FALSE(a.from_boxes);
+        if (b.sampled_timesteps > 0) continue;  // visited at a sample: not comparable
         REQUIRE(a.panels.size() == b.panels.size());
         REQUIRE(a.series.size() == b.series.size());
         for (std::size_t k = 0; k < a.series.size(); ++k) CHECK(a.series[k].label == b.series[k].label);
@@ -493,6 +520,10 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
           CHECK(a.panels[p].density.counts == b.panels[p].density.counts);
           CHECK(a.panels[p].density.timesteps == b.panels[p].density.timesteps);
           CHECK(a.panels[p].density.series == b.panels[p].density.series);
+          CHECK(a.panels[p].density.tiles == b.panels[p].density.tiles);
+          CHECK(a.panels[p].n_blocks == b.panels[p].n_blocks);
         }
+        ++compared;
       }
+  CHECK(compared >= 30);  // of 4 cases x levels x ranks x zooms, those that apply
 }

@@ -177,9 +177,12 @@ class PlotBuilder {
   }
 
   PlotData run(TraceOptions options) {
-    if (too_many_to_visit(options) && plot_.memory_level.empty() && rasters_from_boxes(options)) {
-      name_raster_series();
-      return std::move(data_);
+    if (too_many_to_visit(options) && rasters_from_boxes(options)) {
+      if (plot_.memory_level.empty() || tiles_from_boxes(options)) {
+        name_raster_series();
+        return std::move(data_);
+      }
+      reset_rasters();
     }
     sample_if_too_many(options);
     if (plot_.memory_level.empty()) {
@@ -296,9 +299,117 @@ class PlotBuilder {
     return true;
   }
 
+  // The memory level's tiles from boxes: in each window of each of its Storage nodes,
+  // the leaves whose accesses of a plotted tensor that node holds touch boxes from
+  // their first to their last timestep there; the block covers those columns in the
+  // rows the boxes reach, as close_window() does for the visited accesses. False
+  // where a tile is not a box, a trace's holder is ambiguous, the windows are too
+  // many, or y is zoomed (the caller visits accesses).
+  static constexpr std::int64_t kMaxBoxWindows = 4'000'000;  // window x leaf pairs
+  bool tiles_from_boxes(const TraceOptions& options) {
+    namespace mb = movement_boxes;
+    // A y zoom: a block's live span is that of its accesses inside the zoom, which a
+    // leaf's first and last timestep in the window do not give.
+    if (plot_.y_from > 0 || plot_.y_to >= 0) return false;
+    const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
+    std::vector<int> holder(schedule_.traces.size(), -1);
+    try {
+      for (std::size_t t = 0; t < holder.size(); ++t)
+        if (enabled[t] && routes_[t].panel >= 0) holder[t] = schedule_.holder(t, plot_.memory_level);
+    } catch (const SpecError&) {
+      return false;
+    }
+    std::int64_t budget = kMaxBoxWindows;
+    mb::LeafStretch stretch;
+    mb::Box box;
+    std::vector<std::vector<std::uint8_t>> touched(data_.panels.size());
+    for (std::size_t p = 0; p < data_.panels.size(); ++p) touched[p].assign(std::size_t(data_.panels[p].density.rows), 0);
+    try {
+      for (std::size_t s = 0; s < schedule_.storages.size(); ++s) {
+        const StorageWindows& node = schedule_.storages[s];
+        std::vector<std::pair<const LeafSchedule*, const LeafTensor*>> parts;
+        for (const LeafSchedule& leaf : schedule_.leaves)
+          for (const LeafTensor& lt : leaf.tensors)
+            if (holder[std::size_t(lt.trace)] == int(s)) parts.push_back({&leaf, &lt});
+        if (parts.empty()) continue;
+        TimeOdometer starts = node.starts();
+        starts.seek(data_.window.from > node.duration ? data_.window.from - node.duration + 1 : 0);
+        for (; !starts.done() && starts.time() < data_.window.to; starts.advance()) {
+          const TimeRange clip{std::max(starts.time(), data_.window.from),
+                               std::min(starts.time() + node.duration, data_.window.to)};
+          if (clip.to <= clip.from) continue;
+          std::vector<std::int64_t> first(data_.panels.size(), -1), last(data_.panels.size(), -1);
+          for (const auto& [leaf, lt] : parts) {
+            if (--budget < 0) return false;
+            if (!mb::leaf_points_in(*leaf, clip, stretch)) continue;
+            const auto p = std::size_t(routes_[std::size_t(lt->trace)].panel);
+            bool any = false;
+            for (const mb::LeafRanges& ranges : stretch.boxes) {
+              if (!mb::image_box(*lt, ranges, box)) return false;
+              any |= mark_rows(p, std::size_t(lt->trace), box, touched[p]);
+            }
+            if (!any) continue;
+            first[p] = first[p] < 0 ? stretch.first : std::min(first[p], stretch.first);
+            last[p] = std::max(last[p], stretch.last);
+          }
+          for (std::size_t p = 0; p < data_.panels.size(); ++p) {
+            if (first[p] < 0) continue;
+            PlotPanel& panel = data_.panels[p];
+            DensityRaster& d = panel.density;
+            ++panel.n_blocks;
+            const std::int64_t c0 = column(d, first[p]), c1 = column(d, last[p]);
+            for (std::int64_t row = 0; row < d.rows; ++row) {
+              if (!touched[p][std::size_t(row)]) continue;
+              touched[p][std::size_t(row)] = 0;
+              std::fill(d.tiles.begin() + row * d.columns + c0, d.tiles.begin() + row * d.columns + c1 + 1, 1);
+            }
+          }
+        }
+      }
+    } catch (const mb::NotClosed&) {
+      return false;
+    }
+    return true;
+  }
+
+  // Marks the rows of its panel that a (trace's) box of elements reaches; whether any.
+  bool mark_rows(std::size_t p, std::size_t trace, const movement_boxes::Box& box, std::vector<std::uint8_t>& rows) {
+    for (const auto& r : box)
+      if (r.empty()) return false;
+    const PlotPanel& panel = data_.panels[p];
+    const DensityRaster& d = panel.density;
+    const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.traces[trace].tensor_index)];
+    std::int64_t lo = 0, hi = 0;
+    y_reach(info, panel, box, lo, hi);
+    bool any = false;
+    for (std::int64_t row = lo / d.y_per_row; hi >= lo && row <= hi / d.y_per_row; ++row) {
+      const std::int64_t a = panel.y_first + row * d.y_per_row;
+      if (rows[std::size_t(row)] ||
+          elements_in(info, panel, box, a, std::min(a + d.y_per_row, panel.y_first + panel.y_size)) > 0)
+        rows[std::size_t(row)] = 1, any = true;
+    }
+    return any;
+  }
+
+  // The y a box can reach, from its first to its last element (or coordinate), in the
+  // panel's y from 0; hi < lo when none is in the panel.
+  static void y_reach(const TensorInfo& info, const PlotPanel& panel, const movement_boxes::Box& box,
+                      std::int64_t& lo, std::int64_t& hi) {
+    lo = 0, hi = 0;
+    if (panel.rank >= 0) {
+      lo = box[std::size_t(panel.rank)].lo, hi = box[std::size_t(panel.rank)].hi - 1;
+    } else {
+      for (std::size_t k = 0; k < box.size(); ++k) lo += box[k].lo * info.strides[k], hi += (box[k].hi - 1) * info.strides[k];
+    }
+    lo = std::max(lo, panel.y_first) - panel.y_first;
+    hi = std::min(hi, panel.y_first + panel.y_size - 1) - panel.y_first;
+  }
+
   bool reset_rasters() {
     last_touch_.clear();
     make_rasters();
+    for (auto& p : data_.panels) p.n_blocks = 0;
+    data_.from_boxes = false, data_.sampled_timesteps = 0, data_.sampled_for_speed = false;
     return false;
   }
 
@@ -345,14 +456,8 @@ class PlotBuilder {
     PlotPanel& panel = data_.panels[p];
     DensityRaster& d = panel.density;
     const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.traces[trace].tensor_index)];
-    // The rows the box can reach: its first and last element's (or coordinate's) y.
     std::int64_t lo = 0, hi = 0;
-    if (panel.rank >= 0) {
-      lo = box[std::size_t(panel.rank)].lo, hi = box[std::size_t(panel.rank)].hi - 1;
-    } else {
-      for (std::size_t k = 0; k < box.size(); ++k) lo += box[k].lo * info.strides[k], hi += (box[k].hi - 1) * info.strides[k];
-    }
-    lo = std::max(lo, panel.y_first) - panel.y_first, hi = std::min(hi, panel.y_first + panel.y_size - 1) - panel.y_first;
+    y_reach(info, panel, box, lo, hi);
     if (hi < lo) return;
     const std::int64_t c = column(d, t);
     for (std::int64_t row = lo / d.y_per_row; row <= hi / d.y_per_row; ++row) {
