@@ -12,7 +12,7 @@
 
 namespace bench {
 
-inline looptrace::Schedule load(std::vector<std::string> files, looptrace::JinjaVariables vars = {}) {
+inline looptrace::Schedule load(std::vector<std::string> files, looptrace::Defines vars = {}) {
   for (auto& f : files) f = std::string(LOOPTRACE_BENCH_SPECS) + "/" + f;
   return looptrace::compile_schedule(looptrace::load_spec(files, vars));
 }

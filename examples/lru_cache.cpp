@@ -64,7 +64,7 @@ struct UsageError {
 struct Arguments {
   std::size_t capacity = 0;
   std::vector<std::string> files;
-  looptrace::JinjaVariables vars;
+  looptrace::Defines vars;
 };
 
 // Checked as looptrace checks its own: CAPACITY a whole number of at least 1 (strtoull

@@ -67,7 +67,7 @@ struct UsageError {
 struct Arguments {
   std::string level;
   std::vector<std::string> files;
-  looptrace::JinjaVariables vars;
+  looptrace::Defines vars;
   std::uint64_t banks = 8, row_bytes = 2048, line_bytes = 64, cycles_per_timestep = 1;
 };
 

@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     sources.emplace_back("a.yaml", std::string(input));
   }
-  const looptrace::JinjaVariables vars = {
+  const looptrace::Defines vars = {
       {"N_EINSUMS", std::int64_t{2}}, {"M", std::int64_t{8}}, {"KN", std::int64_t{4}},
       {"N", std::int64_t{6}}, {"NAME", std::string("x")}};
   try {

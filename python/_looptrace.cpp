@@ -41,22 +41,22 @@ namespace {
 
 // ---- values in, arrays out --------------------------------------------------------
 
-// A Python value (None, bool, int, float, str, list, tuple, dict) as a template value.
-JinjaValue to_jinja(const py::handle& v) {
-  if (v.is_none()) return JinjaValue();
-  if (py::isinstance<py::bool_>(v)) return JinjaValue(v.cast<bool>());
-  if (py::isinstance<py::int_>(v)) return JinjaValue(v.cast<std::int64_t>());
-  if (py::isinstance<py::float_>(v)) return JinjaValue(v.cast<double>());
-  if (py::isinstance<py::str>(v)) return JinjaValue(v.cast<std::string>());
+// A Python value (None, bool, int, float, str, list, tuple, dict) as a -D value.
+DefineValue to_define(const py::handle& v) {
+  if (v.is_none()) return DefineValue();
+  if (py::isinstance<py::bool_>(v)) return DefineValue(v.cast<bool>());
+  if (py::isinstance<py::int_>(v)) return DefineValue(v.cast<std::int64_t>());
+  if (py::isinstance<py::float_>(v)) return DefineValue(v.cast<double>());
+  if (py::isinstance<py::str>(v)) return DefineValue(v.cast<std::string>());
   if (py::isinstance<py::dict>(v)) {
-    JinjaDict d;
-    for (auto item : v.cast<py::dict>()) d.emplace_back(to_jinja(item.first), to_jinja(item.second));
-    return JinjaValue(std::move(d));
+    DefineValue::Dict d;
+    for (auto item : v.cast<py::dict>()) d.emplace_back(to_define(item.first), to_define(item.second));
+    return DefineValue(std::move(d));
   }
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-    JinjaList l;
-    for (auto item : v) l.push_back(to_jinja(item));
-    return JinjaValue(std::move(l), py::isinstance<py::tuple>(v));
+    DefineValue::List l;
+    for (auto item : v) l.push_back(to_define(item));
+    return DefineValue(std::move(l), py::isinstance<py::tuple>(v));
   }
   throw py::type_error("jinja_parse_data values must be None, bool, int, float, str, list, tuple or dict, not " +
                        std::string(py::str(v.get_type().attr("__name__"))));
@@ -121,8 +121,8 @@ struct SpecHandle {
 
 std::shared_ptr<SpecHandle> load(const std::vector<std::string>& files, const py::dict& data,
                                  bool require_mapping) {
-  JinjaVariables variables;
-  for (auto item : data) variables[py::str(item.first)] = to_jinja(item.second);
+  Defines variables;
+  for (auto item : data) variables[py::str(item.first)] = to_define(item.second);
   LoadOptions options;
   options.require_mapping = require_mapping;
   auto h = std::make_shared<SpecHandle>();

@@ -26,7 +26,7 @@
 namespace th {
 
 using looptrace::AccessRecord;
-using looptrace::JinjaVariables;
+using looptrace::Defines;
 using looptrace::Schedule;
 using looptrace::Spec;
 using looptrace::SpecError;
@@ -49,28 +49,28 @@ workload:
 )";
 
 // Loads a spec from one in-memory file named `name`.
-inline Spec spec_text(const std::string& text, const JinjaVariables& vars = {},
+inline Spec spec_text(const std::string& text, const Defines& vars = {},
                       const std::string& name = "spec.yaml") {
   return looptrace::load_spec_text({{name, text}}, vars);
 }
 
 // Loads a spec from a workload text and a mapping text (two files).
 inline Spec spec_text2(const std::string& workload, const std::string& mapping,
-                       const JinjaVariables& vars = {}) {
+                       const Defines& vars = {}) {
   return looptrace::load_spec_text({{"workload.yaml", workload}, {"mapping.yaml", mapping}}, vars);
 }
 
-inline Schedule compile_text(const std::string& text, const JinjaVariables& vars = {}) {
+inline Schedule compile_text(const std::string& text, const Defines& vars = {}) {
   return looptrace::compile_schedule(spec_text(text, vars));
 }
 
 inline Schedule compile_text2(const std::string& workload, const std::string& mapping,
-                              const JinjaVariables& vars = {}) {
+                              const Defines& vars = {}) {
   return looptrace::compile_schedule(spec_text2(workload, mapping, vars));
 }
 
 // Files of the conformance corpus, by name.
-inline Schedule compile_corpus(const std::vector<std::string>& files, const JinjaVariables& vars = {}) {
+inline Schedule compile_corpus(const std::vector<std::string>& files, const Defines& vars = {}) {
   std::vector<std::string> paths;
   for (const auto& f : files) paths.push_back(corpus_dir() + "/" + f);
   return looptrace::compile_schedule(looptrace::load_spec(paths, vars));

@@ -160,9 +160,9 @@ TEST_CASE("describe: JSON and text renderings") {
 TEST_CASE("describe: n_timesteps agrees with compile_schedule over the corpus mappings") {
   struct Case {
     std::vector<std::string> files;
-    looptrace::JinjaVariables vars;
+    looptrace::Defines vars;
   };
-  const looptrace::JinjaVariables mm = {{"N_EINSUMS", 2}, {"M", 8}, {"KN", 4}};
+  const looptrace::Defines mm = {{"N_EINSUMS", 2}, {"M", 8}, {"KN", 4}};
   const Case cases[] = {
       {{"conv1d.workload.yaml", "conv1d.mapping.yaml"}, {}},
       {{"conv2d.workload.yaml", "conv2d.mapping.yaml"}, {}},

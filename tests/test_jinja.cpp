@@ -10,7 +10,7 @@
 #include "looptrace/error.hpp"
 #include "spec/jinja.hpp"  // internal: the template engine
 
-using looptrace::jinja_value_from_text;
+using looptrace::define_value_from_text;
 using looptrace::JinjaValue;
 using looptrace::JinjaVariables;
 using looptrace::render_jinja;
@@ -437,22 +437,23 @@ TEST_CASE("jinja: iteration and nesting bounds") {
   CHECK(contains(error_of(chain + " }}").message(), "too long"));
 }
 
-TEST_CASE("jinja_value_from_text") {
-  CHECK(jinja_value_from_text("42") == JinjaValue{std::int64_t{42}});
-  CHECK(jinja_value_from_text("-7") == JinjaValue{std::int64_t{-7}});
-  CHECK(jinja_value_from_text("+3") == JinjaValue{std::int64_t{3}});
-  CHECK(jinja_value_from_text("-9223372036854775808") == JinjaValue{INT64_MIN});
+TEST_CASE("define_value_from_text") {
+  using looptrace::DefineValue;
+  CHECK(define_value_from_text("42") == DefineValue{std::int64_t{42}});
+  CHECK(define_value_from_text("-7") == DefineValue{std::int64_t{-7}});
+  CHECK(define_value_from_text("+3") == DefineValue{std::int64_t{3}});
+  CHECK(define_value_from_text("-9223372036854775808") == DefineValue{INT64_MIN});
   // Digits that do not fit in 64 bits are an error, not a string the template would see.
-  CHECK_THROWS_WITH_AS(jinja_value_from_text("99999999999999999999"),
+  CHECK_THROWS_WITH_AS(define_value_from_text("99999999999999999999"),
                        "the integer 99999999999999999999 does not fit in 64 bits "
                        "(-9223372036854775808 to 9223372036854775807)",
                        SpecError);
-  CHECK_THROWS_AS(jinja_value_from_text("-9223372036854775809"), SpecError);
-  CHECK(jinja_value_from_text("True") == JinjaValue{true});
-  CHECK(jinja_value_from_text("FALSE") == JinjaValue{false});
-  CHECK(jinja_value_from_text("12a") == JinjaValue{std::string("12a")});
-  CHECK(jinja_value_from_text("-") == JinjaValue{std::string("-")});
-  CHECK(jinja_value_from_text("") == JinjaValue{std::string("")});
+  CHECK_THROWS_AS(define_value_from_text("-9223372036854775809"), SpecError);
+  CHECK(define_value_from_text("True") == DefineValue{true});
+  CHECK(define_value_from_text("FALSE") == DefineValue{false});
+  CHECK(define_value_from_text("12a") == DefineValue{std::string("12a")});
+  CHECK(define_value_from_text("-") == DefineValue{std::string("-")});
+  CHECK(define_value_from_text("") == DefineValue{std::string("")});
 }
 
 // ---------------------------------------------------------------- the grown dialect
@@ -673,12 +674,12 @@ TEST_CASE("evaluate_python_expression: rank sizes as AccelForge evaluates them")
 }
 
 TEST_CASE("parse_define: -D KEY=VALUE, True/False booleans, and the variable in errors") {
-  CHECK(looptrace::parse_define("DECODE=False") == std::pair<std::string, JinjaValue>{"DECODE", false});
-  CHECK(looptrace::parse_define("DECODE=True").second.is_bool());
-  CHECK(looptrace::parse_define("N=-12") == std::pair<std::string, JinjaValue>{"N", -12});
-  CHECK(looptrace::parse_define("T=grouped_query").second == JinjaValue("grouped_query"));
-  CHECK(looptrace::parse_define("E=").second == JinjaValue(""));
-  CHECK(looptrace::parse_define("X=1.5").second == JinjaValue("1.5"));  // integers only; the rest is text
+  CHECK(looptrace::parse_define("DECODE=False") == std::pair<std::string, looptrace::DefineValue>{"DECODE", false});
+  CHECK(looptrace::parse_define("DECODE=True").second == looptrace::DefineValue(true));
+  CHECK(looptrace::parse_define("N=-12") == std::pair<std::string, looptrace::DefineValue>{"N", -12});
+  CHECK(looptrace::parse_define("T=grouped_query").second == looptrace::DefineValue("grouped_query"));
+  CHECK(looptrace::parse_define("E=").second == looptrace::DefineValue(""));
+  CHECK(looptrace::parse_define("X=1.5").second == looptrace::DefineValue("1.5"));  // integers only; the rest is text
   CHECK_THROWS_WITH_AS(looptrace::parse_define("N=99999999999999999999"),
                        "-D N=99999999999999999999: the integer 99999999999999999999 does not fit in 64 bits "
                        "(-9223372036854775808 to 9223372036854775807)",
@@ -686,7 +687,7 @@ TEST_CASE("parse_define: -D KEY=VALUE, True/False booleans, and the variable in 
   CHECK_THROWS_WITH_AS(looptrace::parse_define("novalue"), "-D takes KEY=VALUE, not 'novalue'", SpecError);
   CHECK_THROWS_WITH_AS(looptrace::parse_define("=3"), "-D takes KEY=VALUE, not '=3'", SpecError);
   // A boolean from -D is a boolean in the template.
-  CHECK(render("{% if D %}yes{% else %}no{% endif %} {{ D }} {{ D is boolean }}", {{"D", looptrace::parse_define("D=False").second}}) ==
+  CHECK(render("{% if D %}yes{% else %}no{% endif %} {{ D }} {{ D is boolean }}", {{"D", looptrace::to_jinja(looptrace::parse_define("D=False").second)}}) ==
         "no False True");
 }
 

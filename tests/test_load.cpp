@@ -566,18 +566,18 @@ class Files {
   fs::path root_;
 };
 
-Spec load_files(const std::vector<std::string>& files, const looptrace::JinjaVariables& vars = {}) {
+Spec load_files(const std::vector<std::string>& files, const looptrace::Defines& vars = {}) {
   looptrace::LoadOptions options;
   options.require_mapping = false;
   return looptrace::load_spec(files, vars, options);
 }
 
-looptrace::SpecError load_files_error(const std::vector<std::string>& files, const looptrace::JinjaVariables& vars = {}) {
+looptrace::SpecError load_files_error(const std::vector<std::string>& files, const looptrace::Defines& vars = {}) {
   return th::spec_error([&] { load_files(files, vars); });
 }
 
 // One in-memory file; a mapping is optional.
-Spec workload_text(const std::string& text, const looptrace::JinjaVariables& vars = {},
+Spec workload_text(const std::string& text, const looptrace::Defines& vars = {},
                    const std::string& name = "w.yaml") {
   looptrace::LoadOptions options;
   options.require_mapping = false;

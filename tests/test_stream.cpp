@@ -72,7 +72,7 @@ workload:
 const std::vector<NamedSpec>& specs() {
   static const std::vector<NamedSpec> all = [] {
     std::vector<NamedSpec> v;
-    auto corpus = [&](std::string name, std::vector<std::string> files, th::JinjaVariables vars,
+    auto corpus = [&](std::string name, std::vector<std::string> files, th::Defines vars,
                       bool tile_one) {
       v.push_back({std::move(name), th::compile_corpus(files, vars), tile_one, true});
     };

@@ -120,7 +120,7 @@ void check_against_brute_force(const looptrace::Schedule& s, std::uint64_t seed,
 }  // namespace
 
 TEST_CASE("counts: corpus specs, closed form equals brute force over any window") {
-  using V = th::JinjaVariables;
+  using V = th::Defines;
   const std::vector<std::pair<std::vector<std::string>, V>> specs = {
       {{"conv1d.workload.yaml", "conv1d.mapping.yaml"}, {}},
       {{"conv2d.workload.yaml", "conv2d.mapping.yaml"}, {}},

@@ -142,7 +142,7 @@ TEST_CASE("window runs: whole runs, interleaved lists and removals agree with wi
 TEST_CASE("window runs: a storage's runs equal its windows enumerated and clipped") {
   // Each storage of these schedules, against its odometer of window starts walked one
   // by one, over random selections.
-  using V = th::JinjaVariables;
+  using V = th::Defines;
   const std::vector<std::pair<std::vector<std::string>, V>> specs = {
       {{"conv1d.workload.yaml", "conv1d.mapping.yaml"}, {}},
       {{"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"}, {{"N_EINSUMS", 3}, {"M", 4}, {"KN", 3}}},
@@ -235,7 +235,7 @@ mapping:
 }
 
 TEST_CASE("summary: shards merge into the whole (both window forms, windows, samples)") {
-  using V = th::JinjaVariables;
+  using V = th::Defines;
   const std::vector<std::pair<std::vector<std::string>, V>> specs = {
       {{"conv1d.workload.yaml", "conv1d.mapping.yaml"}, {}},
       {{"conv2d.workload.yaml", "conv2d.mapping.yaml"}, {}},

@@ -133,7 +133,7 @@ void print_warnings(const Spec& spec) {
 }
 
 Schedule CommonArgs::load() {
-  JinjaVariables vars;
+  Defines vars;
   for (const auto& d : defines) {
     auto [key, value] = parse_define(d);
     vars[key] = std::move(value);  // a later -D of the same name wins

@@ -27,7 +27,7 @@ void add_describe_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"json", "text"}));
   cmd->callback([args] {
-    JinjaVariables vars;
+    Defines vars;
     for (const auto& d : args->defines) {
       auto [key, value] = parse_define(d);
       vars[key] = std::move(value);  // a later -D of the same name wins

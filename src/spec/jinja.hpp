@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "looptrace/error.hpp"
-#include "looptrace/spec/values.hpp"
+#include "values.hpp"
 
 namespace looptrace {
 

@@ -241,7 +241,34 @@ bool operator==(const JinjaValue& a, const JinjaValue& b) {
 
 // ---------------------------------------------------------------- -D values
 
-JinjaValue jinja_value_from_text(std::string_view text) {
+JinjaValue to_jinja(const DefineValue& value) {
+  return std::visit(
+      [&](const auto& v) -> JinjaValue {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return JinjaValue();
+        } else if constexpr (std::is_same_v<T, DefineValue::List>) {
+          JinjaList list;
+          for (const DefineValue& item : v) list.push_back(to_jinja(item));
+          return JinjaValue(std::move(list), value.is_tuple());
+        } else if constexpr (std::is_same_v<T, DefineValue::Dict>) {
+          JinjaDict dict;
+          for (const auto& [k, item] : v) dict.emplace_back(to_jinja(k), to_jinja(item));
+          return JinjaValue(std::move(dict));
+        } else {
+          return JinjaValue(v);
+        }
+      },
+      value.value());
+}
+
+JinjaVariables to_jinja(const Defines& defines) {
+  JinjaVariables out;
+  for (const auto& [name, value] : defines) out.emplace(name, to_jinja(value));
+  return out;
+}
+
+DefineValue define_value_from_text(std::string_view text) {
   const std::size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
   const bool numeric = text.size() > sign && std::all_of(text.begin() + static_cast<std::ptrdiff_t>(sign),
                                                          text.end(), jinja::is_digit);
@@ -265,13 +292,13 @@ JinjaValue jinja_value_from_text(std::string_view text) {
   return std::string(text);
 }
 
-std::pair<std::string, JinjaValue> parse_define(std::string_view text) {
+std::pair<std::string, DefineValue> parse_define(std::string_view text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0)
     throw SpecError("-D takes KEY=VALUE, not '" + std::string(text) + "'");
   std::string key(text.substr(0, eq));
   try {
-    return {key, jinja_value_from_text(text.substr(eq + 1))};
+    return {key, define_value_from_text(text.substr(eq + 1))};
   } catch (const SpecError& e) {
     throw SpecError("-D " + std::string(text) + ": " + e.message());
   }

@@ -481,7 +481,8 @@ void warn_unused_defines(const Loader& loader, const JinjaVariables& variables, 
       warn(spec, SourceLocation{}, "-D " + name + " is not used by any file" + did_you_mean(name, candidates));
 }
 
-Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, const LoadOptions& options) {
+Spec load(const std::vector<Source>& sources, const Defines& defines, const LoadOptions& options) {
+  const JinjaVariables variables = to_jinja(defines);
   Loader loader(variables, options.include_root);
   Spec spec;
   std::map<std::string, TopKey> top;
@@ -528,16 +529,16 @@ Spec load(const std::vector<Source>& sources, const JinjaVariables& variables, c
 }  // namespace
 
 Spec load_spec_text(const std::vector<std::pair<std::string, std::string>>& sources,
-                    const JinjaVariables& variables, const LoadOptions& options) {
+                    const Defines& defines, const LoadOptions& options) {
   std::vector<Source> s;
   for (const auto& [name, text] : sources) s.push_back({name, text});
-  return load(s, variables, options);
+  return load(s, defines, options);
 }
 
-Spec load_spec(const std::vector<std::string>& files, const JinjaVariables& variables, const LoadOptions& options) {
+Spec load_spec(const std::vector<std::string>& files, const Defines& defines, const LoadOptions& options) {
   std::vector<Source> s;
   for (const auto& f : files) s.push_back({f, std::nullopt});
-  return load(s, variables, options);
+  return load(s, defines, options);
 }
 
 }  // namespace looptrace

@@ -12,7 +12,7 @@
 
 #include "looptrace/spec/arch.hpp"
 #include "looptrace/spec/mapping.hpp"
-#include "looptrace/spec/values.hpp"
+#include "looptrace/spec/defines.hpp"
 #include "looptrace/spec/workload.hpp"
 
 namespace looptrace {
@@ -44,14 +44,14 @@ struct LoadOptions {
 
 // Reads the files in order and merges them by top-level key: the first file that gives
 // a key wins (as AccelForge's Spec.from_yaml), with a warning naming both files. Every
-// file is a Jinja template rendered with `variables`. Unknown keys and tags, undefined
+// file is a Jinja template rendered with `defines`. Unknown keys and tags, undefined
 // variables and failed {% assert %}s are errors (SpecError, naming file:line:column).
-Spec load_spec(const std::vector<std::string>& files, const JinjaVariables& variables = {},
+Spec load_spec(const std::vector<std::string>& files, const Defines& defines = {},
                const LoadOptions& options = {});
 
 // The same from in-memory text: (name, text) pairs, the name used in messages and as
 // the place that includes are relative to.
 Spec load_spec_text(const std::vector<std::pair<std::string, std::string>>& sources,
-                    const JinjaVariables& variables = {}, const LoadOptions& options = {});
+                    const Defines& defines = {}, const LoadOptions& options = {});
 
 }  // namespace looptrace

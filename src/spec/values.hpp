@@ -1,6 +1,6 @@
-// The values of AccelForge's spec language (Python's: None, bool, int, float, str,
-// list, tuple, dict) and of -D template variables: what a caller of load_spec passes.
-// The template engine that renders spec files is internal (src/spec/jinja.hpp).
+// The values of AccelForge's spec language as the template engine holds them (Python's:
+// None, bool, int, float, str, list, tuple, dict, and callables and undefined names).
+// Internal: callers pass -D values as DefineValue (looptrace/spec/defines.hpp).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "looptrace/error.hpp"
+#include "looptrace/spec/defines.hpp"
 
 namespace looptrace {
 
@@ -106,13 +107,8 @@ class JinjaValue {
 
 using JinjaVariables = std::map<std::string, JinjaValue, std::less<>>;
 
-// "-D KEY=VALUE" text to a value: True/False (any case) give booleans; text that looks
-// like an integer gives an integer and throws SpecError when it does not fit in 64 bits;
-// anything else is a string.
-JinjaValue jinja_value_from_text(std::string_view text);
-
-// "KEY=VALUE" to (KEY, value), as every caller of -D should read it. Throws SpecError
-// naming the variable (or the text, when there is no KEY=).
-std::pair<std::string, JinjaValue> parse_define(std::string_view text);
+// A -D value as the engine holds it (lists and dicts fresh, not shared).
+JinjaValue to_jinja(const DefineValue& value);
+JinjaVariables to_jinja(const Defines& defines);
 
 }  // namespace looptrace
