@@ -574,16 +574,6 @@ std::string printf_format(const std::string& format, const JinjaValue& args_) {
   return out;
 }
 
-bool is_builtin_global(std::string_view name, bool python_mode) {
-  static const char* const kJinja[] = {"range", "dict", "namespace"};
-  static const char* const kPython[] = {
-      "range", "ceil", "floor", "trunc", "abs", "round", "min", "max", "sum", "len", "int", "float",
-      "str", "bool", "pow", "sqrt", "exp", "log", "log2", "log10", "gcd", "lcm", "prod", "isqrt",
-      "comb", "perm", "factorial", "fmod", "copysign", "hypot", "list", "tuple", "dict"};
-  if (python_mode) return std::find(std::begin(kPython), std::end(kPython), name) != std::end(kPython);
-  return std::find(std::begin(kJinja), std::end(kJinja), name) != std::end(kJinja);
-}
-
 // ---------------------------------------------------------------- evaluation
 
 void Evaluator::charge(std::int64_t n) {
@@ -611,19 +601,13 @@ JinjaList Evaluator::iterate(const JinjaValue& v) {
   }
 }
 
+bool has_method(const JinjaValue& self, std::string_view name);  // below, by the method tables
+
 JinjaValue Evaluator::get_attr(const JinjaValue& obj, const std::string& name) {
   defined(obj);
-  static const char* const kDictMethods[] = {"items", "keys", "values", "get", "update", "pop", "copy", "setdefault"};
-  static const char* const kListMethods[] = {"append", "extend", "pop", "index", "count", "insert", "remove",
-                                             "reverse", "sort", "copy"};
-  static const char* const kStrMethods[] = {
-      "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "join", "startswith", "endswith",
-      "replace", "format", "title", "capitalize", "find", "count", "isdigit", "isalpha", "isalnum",
-      "isupper", "islower", "zfill", "splitlines", "index"};
-  auto method_in = [&](const auto& names) { return std::find(std::begin(names), std::end(names), name) != std::end(names); };
-  const bool is_method = (obj.is_dict() && !obj.is_namespace() && method_in(kDictMethods)) ||
-                         (obj.is_sequence() && method_in(kListMethods) && (obj.is_list() || name == "index" || name == "count")) ||
-                         (obj.is_string() && method_in(kStrMethods));
+  // A namespace's attributes are its keys; a tuple has only index and count.
+  const bool is_method = !obj.is_namespace() && has_method(obj, name) &&
+                         (!obj.is_tuple() || name == "index" || name == "count");
   if (is_method)
     return JinjaValue(std::make_shared<const JinjaCallable>(JinjaCallable{JinjaCallable::Kind::Method, name, obj, nullptr}));
   if (obj.is_dict())
@@ -1138,6 +1122,13 @@ static_assert(sorted_by_name(kBuiltins));
 
 }  // namespace
 
+// Python expressions see every built-in but Jinja's namespace(); Jinja templates only
+// its own three globals.
+bool is_builtin_global(std::string_view name, bool python_mode) {
+  if (python_mode) return name != "namespace" && find_named(kBuiltins, name) != nullptr;
+  return name == "range" || name == "dict" || name == "namespace";
+}
+
 JinjaValue Evaluator::call_builtin(const std::string& name, std::vector<JinjaValue>& args, Kwargs& kwargs) {
   const BuiltinCall c{*this, name, args, kwargs, budget_, limit_};
   if (const Named<Builtin>* f = find_named(kBuiltins, name)) return f->fn(c);
@@ -1459,6 +1450,8 @@ Method find_method(const JinjaValue& self, std::string_view name) {
 }
 
 }  // namespace
+
+bool has_method(const JinjaValue& self, std::string_view name) { return find_method(self, name) != nullptr; }
 
 JinjaValue Evaluator::call_method(const JinjaValue& self, const std::string& name, std::vector<JinjaValue>& args,
                                   Kwargs& kwargs) {
@@ -1864,51 +1857,97 @@ bool Evaluator::apply_test(const std::string& name, const JinjaValue& v, std::ve
 
 namespace {
 
-bool test_value(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args) {
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  defined(v);
-  for (const auto& a : args) defined(a);
-  auto other = [&]() -> const JinjaValue& {
+// One test's call: the value tested and the test's arguments (all defined, unless the
+// test takes undefined values).
+struct TestCall {
+  const std::string& name;
+  const JinjaValue& v;
+  std::vector<JinjaValue>& args;
+  const JinjaValue& other() const {
     if (args.empty()) type_error("the test '" + name + "' needs an argument");
     return args[0];
-  };
-  if (name == "none") return v.is_none();
-  if (name == "boolean") return v.is_bool();
-  if (name == "true") return v.is_bool() && v.as_bool();
-  if (name == "false") return v.is_bool() && !v.as_bool();
-  if (name == "integer") return v.is_int();
-  if (name == "float") return v.is_float();
-  if (name == "number") return v.is_number();
-  if (name == "string") return v.is_string();
-  if (name == "mapping") return v.is_dict();
-  if (name == "sequence") return v.is_sequence() || v.is_string() || v.is_dict();
-  if (name == "iterable") return v.is_sequence() || v.is_string() || v.is_dict();
-  if (name == "callable") return v.is_callable();
-  if (name == "sameas") return v == other() && v.kind() == other().kind();
-  if (name == "eq" || name == "equalto" || name == "==") return compare_op("==", v, other());
-  if (name == "ne" || name == "!=") return compare_op("!=", v, other());
-  if (name == "lt" || name == "lessthan" || name == "<") return compare_op("<", v, other());
-  if (name == "le" || name == "<=") return compare_op("<=", v, other());
-  if (name == "gt" || name == "greaterthan" || name == ">") return compare_op(">", v, other());
-  if (name == "ge" || name == ">=") return compare_op(">=", v, other());
-  if (name == "in") return contains(other(), v);
-  if (name == "even" || name == "odd") {
-    if (!is_integral(v)) type_error("the test '" + name + "' needs an integer");
-    return (floor_mod(int_of(v), 2) == 0) == (name == "even");
   }
-  if (name == "divisibleby") {
-    if (!is_integral(v) || !is_integral(other())) type_error("divisibleby needs integers");
-    return floor_mod(int_of(v), int_of(other())) == 0;
+};
+
+struct TestEntry {
+  std::string_view name;
+  bool (*fn)(const TestCall&);
+  bool takes_undefined = false;
+};
+
+bool test_even_odd(const TestCall& c) {
+  if (!is_integral(c.v)) type_error("the test '" + c.name + "' needs an integer");
+  return (floor_mod(int_of(c.v), 2) == 0) == (c.name == "even");
+}
+
+bool test_divisibleby(const TestCall& c) {
+  if (!is_integral(c.v) || !is_integral(c.other())) type_error("divisibleby needs integers");
+  return floor_mod(int_of(c.v), int_of(c.other())) == 0;
+}
+
+bool test_iterable(const TestCall& c) { return c.v.is_sequence() || c.v.is_string() || c.v.is_dict(); }
+bool test_eq(const TestCall& c) { return compare_op("==", c.v, c.other()); }
+bool test_ne(const TestCall& c) { return compare_op("!=", c.v, c.other()); }
+bool test_lt(const TestCall& c) { return compare_op("<", c.v, c.other()); }
+bool test_le(const TestCall& c) { return compare_op("<=", c.v, c.other()); }
+bool test_gt(const TestCall& c) { return compare_op(">", c.v, c.other()); }
+bool test_ge(const TestCall& c) { return compare_op(">=", c.v, c.other()); }
+
+// Jinja's tests, by name (sorted: a binary search), with the operators' spellings.
+constexpr TestEntry kTests[] = {
+    {"!=", test_ne},
+    {"<", test_lt},
+    {"<=", test_le},
+    {"==", test_eq},
+    {">", test_gt},
+    {">=", test_ge},
+    {"boolean", [](const TestCall& c) { return c.v.is_bool(); }},
+    {"callable", [](const TestCall& c) { return c.v.is_callable(); }},
+    {"defined", [](const TestCall& c) { return !c.v.is_undefined(); }, true},
+    {"divisibleby", test_divisibleby},
+    {"eq", test_eq},
+    {"equalto", test_eq},
+    {"escaped", [](const TestCall&) { return false; }},
+    {"even", test_even_odd},
+    {"false", [](const TestCall& c) { return c.v.is_bool() && !c.v.as_bool(); }},
+    {"float", [](const TestCall& c) { return c.v.is_float(); }},
+    {"ge", test_ge},
+    {"greaterthan", test_gt},
+    {"gt", test_gt},
+    {"in", [](const TestCall& c) { return contains(c.other(), c.v); }},
+    {"integer", [](const TestCall& c) { return c.v.is_int(); }},
+    {"iterable", test_iterable},
+    {"le", test_le},
+    {"lessthan", test_lt},
+    {"lower", [](const TestCall& c) { return c.v.is_string() && c.v.as_string() == lower(c.v.as_string()); }},
+    {"lt", test_lt},
+    {"mapping", [](const TestCall& c) { return c.v.is_dict(); }},
+    {"ne", test_ne},
+    {"none", [](const TestCall& c) { return c.v.is_none(); }},
+    {"number", [](const TestCall& c) { return c.v.is_number(); }},
+    {"odd", test_even_odd},
+    {"sameas", [](const TestCall& c) { return c.v == c.other() && c.v.kind() == c.other().kind(); }},
+    {"sequence", test_iterable},
+    {"string", [](const TestCall& c) { return c.v.is_string(); }},
+    {"true", [](const TestCall& c) { return c.v.is_bool() && c.v.as_bool(); }},
+    {"undefined", [](const TestCall& c) { return c.v.is_undefined(); }, true},
+    {"upper", [](const TestCall& c) { return c.v.is_string() && c.v.as_string() == upper(c.v.as_string()); }},
+};
+static_assert(sorted_by_name(kTests));
+
+bool test_value(const std::string& name, const JinjaValue& v, std::vector<JinjaValue>& args) {
+  const TestEntry* test = find_named(kTests, name);
+  if (!test) {
+    std::vector<std::string> names;
+    for (const TestEntry& t : kTests)
+      if (std::isalpha(static_cast<unsigned char>(t.name[0]))) names.emplace_back(t.name);
+    type_error("unknown test '" + name + "'" + did_you_mean(name, names));
   }
-  if (name == "lower") return v.is_string() && v.as_string() == lower(v.as_string());
-  if (name == "upper") return v.is_string() && v.as_string() == upper(v.as_string());
-  if (name == "escaped") return false;
-  static const std::vector<std::string> kTests = {
-      "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "float",
-      "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping",
-      "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined", "upper"};
-  type_error("unknown test '" + name + "'" + did_you_mean(name, kTests));
+  if (!test->takes_undefined) {
+    defined(v);
+    for (const auto& a : args) defined(a);
+  }
+  return test->fn(TestCall{name, v, args});
 }
 
 }  // namespace
