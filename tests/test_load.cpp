@@ -155,6 +155,27 @@ workload:
   CHECK(s.workload.bits_per_value_of("A") == 4);
 }
 
+TEST_CASE("load: bits_per_value keys that size one tensor twice are warned about (AccelForge rejects them)") {
+  const Spec s = th::spec_text2(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 2}
+  bits_per_value: {All: 8, "A | C": 4, C: 12}
+  einsums:
+  - {einsum: "B[m] = A[m]"}
+  - {einsum: "C[m] = B[m]"}
+)", kMapping);
+  std::vector<std::string> said;
+  for (const auto& w : s.warnings)
+    if (th::contains(w.message, "both size")) said.push_back(w.message);
+  REQUIRE(said.size() == 2);
+  CHECK(th::contains(said[0], "keys 'All' and 'A | C' both size 'A', 'C': AccelForge rejects keys that overlap"));
+  CHECK(th::contains(said[1], "keys 'All' and 'C' both size 'C'"));  // against the first key that sized it
+  // The most specific wins.
+  CHECK(s.workload.bits_per_value_of("A") == 4);
+  CHECK(s.workload.bits_per_value_of("B") == 8);
+  CHECK(s.workload.bits_per_value_of("C") == 12);
+}
+
 TEST_CASE("load: bits_per_value's Other sizes every tensor no other key names, as AccelForge's") {
   const Spec s = th::spec_text2(R"(
 workload:

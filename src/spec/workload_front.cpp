@@ -153,6 +153,31 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
   return einsum;
 }
 
+// AccelForge rejects bits_per_value keys that size one tensor twice (All and a name,
+// two groups); looptrace reads them by precedence (a name, a group, All), and says so.
+void warn_overlapping_bits_keys(const Reader& in, const SpecNode& bits, const std::set<std::string>& tensors) {
+  std::map<std::string, std::string> first;  // tensor -> the first key that sizes it
+  for (const auto& [k, v] : bits.entries) {
+    const std::string& key = k->text;
+    if (key == "Other") continue;  // what no other key names: never an overlap
+    std::vector<std::string> names;
+    if (key.empty() || key == "All") names.assign(tensors.begin(), tensors.end());
+    else names = bits_key_names(key);
+    std::vector<std::string> twice;
+    std::string earlier;
+    for (const std::string& t : names) {
+      if (!tensors.count(t)) continue;
+      auto [it, fresh] = first.emplace(t, key.empty() ? "All" : key);
+      if (!fresh) twice.push_back("'" + t + "'"), earlier = it->second;
+    }
+    if (!twice.empty())
+      in.warnings.push_back(
+          {k->where, "bits_per_value keys '" + printable(earlier) + "' and '" + printable(key) + "' both size " +
+                         join(twice) + ": AccelForge rejects keys that overlap; looptrace takes the most "
+                         "specific (a tensor's name, then 'A | B', then All)"});
+  }
+}
+
 // A bits_per_value key looptrace reads is All, a tensor name or 'A | B'; AccelForge
 // evaluates keys as set expressions (Inputs, Outputs, ...). A key naming no tensor is
 // said, with the tensors left without a size, never passed over.
@@ -178,6 +203,7 @@ void warn_unknown_bits_keys(const Reader& in, const SpecNode& bits, const Worklo
                        (unsized.empty() ? std::string()
                                         : "; without a size: " + join(unsized) + " (no byte figures for them)")});
   }
+  warn_overlapping_bits_keys(in, bits, tensors);
 }
 
 // Einsum lists may nest (an included file's list inside this one's): read in order.
