@@ -650,8 +650,24 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
     leaf_points(leaf, d, -1, w);
     if (w.empty) continue;
     out.boxes.emplace_back(w.range.begin(), w.range.end());
+    // Per level, the digits whose iterations touch something are a prefix of the box's
+    // (a later sub-tile starts later: past its parent's end the tiles are empty). The
+    // first iteration of a box that touches anything is its first; its last one is
+    // found level by level, outermost first, by bisection.
     out.first = std::min(out.first, time_of(d, false));
-    out.last = std::max(out.last, time_of(d, true));
+    DigitBox last = d;
+    for (std::size_t l = 0; l < last.size(); ++l) {
+      std::int64_t lo = last[l].lo, hi = last[l].hi;
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        last[l] = {mid, mid};
+        leaf_points(leaf, last, -1, w);
+        if (w.empty) hi = mid - 1;
+        else lo = mid;
+      }
+      last[l] = {lo, lo};
+    }
+    out.last = std::max(out.last, time_of(last, false));
   }
   return !out.boxes.empty();
 }

@@ -189,6 +189,15 @@ workload:
   CHECK(s.workload.bits_per_value_of("A") == 8);
   CHECK(s.workload.bits_per_value_of("C") == 8);
   for (const auto& w : s.warnings) CHECK_MESSAGE(!th::contains(w.message, "bits_per_value"), w.message);
+  // With All, Other names nothing: All less every other key's tensors is empty.
+  const Spec all = th::spec_text2(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 2}
+  bits_per_value: {All: 16, Other: 8}
+  einsums:
+  - {einsum: "B[m] = A[m]"}
+)", kMapping);
+  CHECK(all.workload.bits_per_value_of("A") == 16);
 }
 
 TEST_CASE("load: Jinja defines drive loops, conditionals and defaults") {

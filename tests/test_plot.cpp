@@ -476,15 +476,26 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
   cases.push_back({"tiled, imperfect, spatial", th::compile_text(tiled)});
   cases.push_back({"conv1d halo", th::compile_text(th::kConv1d)});
   cases.push_back({"strided", th::compile_text(strided)});
+  // m < 4 in tiles of 3, then of 1: the last outer tile's inner iterations 1 and 2 are
+  // empty, so a block ends at its last access, not its last iteration.
+  cases.push_back({"imperfect, empty inner iterations",
+                   th::compile_text("workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n  - name: E\n"
+                                    "    tensor_accesses: [{name: A, projection: [m]}, {name: Z, projection: [m], output: True}]\n"
+                                    "mapping:\n  nodes:\n  - !Storage {component: MainMemory, tensors: [A, Z]}\n"
+                                    "  - !Temporal {rank_variable: m, tile_shape: 3}\n"
+                                    "  - !Storage {component: GlobalBuffer, tensors: [A, Z]}\n"
+                                    "  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: E}\n")});
   std::int64_t compared = 0;
   for (const auto& c : cases)
     for (std::string memory_level : std::vector<std::string>{"", "MainMemory", "GlobalBuffer", "DRAM"})
     for (const char* rank : {"", "M", "K"})
-      for (std::int64_t y_to : {std::int64_t(-1), std::int64_t(5)}) {
+      for (std::int64_t y_to : {std::int64_t(-1), std::int64_t(5)})
+      for (std::int64_t columns : {std::int64_t(7), std::int64_t(4096)}) {  // 4096: a timestep a column
         CAPTURE(std::string(c.name));
         CAPTURE(memory_level);
         CAPTURE(std::string(rank));
         CAPTURE(y_to);
+        CAPTURE(columns);
         if (!memory_level.empty() &&
             std::find(c.schedule.memory_levels.begin(), c.schedule.memory_levels.end(), memory_level) ==
                 c.schedule.memory_levels.end())
@@ -493,7 +504,7 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
         visit.memory_level = memory_level;
         visit.max_points = 0;
         visit.max_visited = 0;
-        visit.raster_columns = 7;
+        visit.raster_columns = columns;
         visit.raster_rows = 3;
         visit.rank = rank;
         visit.y_from = y_to > 0 ? 1 : 0;
@@ -525,5 +536,26 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
         }
         ++compared;
       }
-  CHECK(compared >= 30);  // of 4 cases x levels x ranks x zooms, those that apply
+  CHECK(compared >= 70);  // of 5 cases x levels x ranks x zooms x cells, those that apply
+}
+
+TEST_CASE("plot: with a rank on y, a cell's share is of all the elements of its coordinates") {
+  // A[m, k], 8 x 8, a timestep per m touching all 8 k: one coordinate of a row's two,
+  // half its 16 elements.
+  const Schedule s = th::compile_text(
+      "workload:\n  iteration_space_shape: {m: 0 <= m < 8, k: 0 <= k < 8}\n  einsums:\n  - name: E\n"
+      "    tensor_accesses: [{name: A, projection: [m, k]}, {name: Z, projection: [m], output: True}]\n"
+      "mapping:\n  nodes:\n  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: E}\n");
+  PlotOptions o;
+  o.max_points = 0;
+  o.rank = "M";
+  o.raster_rows = 4;
+  for (std::int64_t visited : {std::int64_t(0), std::int64_t(1)}) {
+    o.max_visited = visited;
+    const PlotData d = build_plot(s, tensors({"A"}), o);
+    const PlotPanel& a = d.panels.front();
+    REQUIRE(a.density.y_per_row == 2);
+    for (std::size_t c = 0; c < a.density.counts.size(); ++c)
+      if (a.density.counts[c]) CHECK(a.touched_share(c) == doctest::Approx(0.5));
+  }
 }

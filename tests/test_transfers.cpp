@@ -264,6 +264,7 @@ TEST_CASE("transfers: issue rates as N, N/K and decimals") {
   CHECK(rate("0.25") == std::pair<std::int64_t, std::int64_t>{1, 4});
   CHECK(rate("1.5") == std::pair<std::int64_t, std::int64_t>{3, 2});
   CHECK(rate(".5") == std::pair<std::int64_t, std::int64_t>{1, 2});
-  for (const char* bad : {"0", "", "x", "1/0", "-1", "1/", "0.1234567", "1.-5", "2097152", "1/2097152", "0.0"})
+  for (const char* bad : {"0", "", "x", "1/0", "-1", "1/", "0.1234567", "1.-5", "2097152", "1/2097152", "0.0",
+                          "1844674407370955162.0", "9223372036854775807.5"})
     CHECK_MESSAGE(th::contains(th::spec_error([&] { parse_issue_rate(bad); }).message(), "--issue-rate takes"), bad);
 }

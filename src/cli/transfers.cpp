@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 
 #include "common.hpp"
 #include "empty_selection.hpp"
@@ -18,7 +19,7 @@ struct TransferArgs {
   std::string format = "jsonl";
   TransferOptions options;
   std::int64_t cycles_per_timestep = 1;
-  std::string issue_rate;  // empty: no limit
+  std::optional<std::string> issue_rate;  // none: no limit
   std::string method = "closed-form";
 };
 }  // namespace
@@ -60,11 +61,11 @@ void add_transfers_command(CLI::App& app) {
                       (levels.empty() ? std::string("the mapping has no Storage node") : "one of " + levels));
     }
     IssueTiming timing{t->cycles_per_timestep};
-    if (!t->issue_rate.empty()) {
+    if (t->issue_rate) {
       if (t->format == "ramulator2")
         throw SpecError("--issue-rate gives cycles, which Ramulator 2's trace does not have (its frontend paces the "
                         "requests): use --format dramsim3 or jsonl");
-      timing = parse_issue_rate(t->issue_rate, t->cycles_per_timestep);
+      timing = parse_issue_rate(*t->issue_rate, t->cycles_per_timestep);
     }
     auto requests = transfer_pipeline(schedule, args->resolved(), t->options);
     if (t->options.align % t->options.line_bytes != 0)

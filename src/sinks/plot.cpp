@@ -36,7 +36,13 @@ double PlotPanel::touched_share(std::size_t cell) const {
   if (cell >= r.counts.size() || r.timesteps[cell] == 0) return 0;
   const std::int64_t row = std::int64_t(cell) / r.columns;
   const std::int64_t ys = std::min(r.y_per_row, y_size - row * r.y_per_row);  // the last row may be short
-  return std::min(1.0, double(r.counts[cell]) / (double(r.timesteps[cell]) * double(std::max<std::int64_t>(1, ys))));
+  // With --rank, each coordinate is all the elements that have it.
+  double per_y = 1;
+  if (rank >= 0)
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (int(k) != rank) per_y *= double(shape[k]);
+  return std::min(1.0, double(r.counts[cell]) /
+                           (double(r.timesteps[cell]) * double(std::max<std::int64_t>(1, ys)) * per_y));
 }
 
 namespace {

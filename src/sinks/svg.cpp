@@ -201,8 +201,7 @@ class SvgPicture {
       for (int k = 0; k < kShadeCount; ++k)
         swatch += "<rect x=\"" + num(k * 4) + "\" y=\"-5\" width=\"4\" height=\"10\" fill=\"#333\" fill-opacity=\"" +
                   kShadeOpacity[k] + "\"/>";
-      entries.push_back({swatch, "share of a cell's " + std::string(d_.panels.front().rank < 0 ? "elements" : "coordinates") +
-                                     " touched at a timestep (up to 1/8, ..., all)", 32});
+      entries.push_back({swatch, "share of a cell's elements touched at a timestep (up to 1/8, ..., all)", 32});
     }
     if (!d_.memory_level.empty())
       entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +

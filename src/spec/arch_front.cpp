@@ -127,12 +127,16 @@ std::vector<ArchFanout> read_fanouts(const Reader& in, const SpecNode& arch_node
       const SpecNode* fanout = dim->find("fanout");
       if (!fanout || !fanout->is_scalar()) continue;
       const std::string name = dim->find("name")->text;
+      const std::string what = "fanout of '" + name + "' of '" + component + "'";
+      JinjaValue v;
       try {  // a number or an expression of numbers and variables; else not checked
-        const JinjaValue v = RankSizes(in, nullptr, nullptr, variables)
-                                 .value(*fanout, "fanout of '" + name + "' of '" + component + "'");
-        if (v.is_int() && v.as_int() > 0) out.push_back({component, name, v.as_int(), fanout->where});
+        v = RankSizes(in, nullptr, nullptr, variables).value(*fanout, what);
       } catch (const SpecError&) {
+        continue;
       }
+      if (!v.is_int() || v.as_int() <= 0)
+        in.fail(*fanout, "the " + what + " must be a positive integer, not " + v.repr() + " (from '" + fanout->text + "')");
+      out.push_back({component, name, v.as_int(), fanout->where});
     }
   return out;
 }

@@ -29,11 +29,11 @@ std::optional<std::int64_t> Workload::bits_per_value_of(const std::string& tenso
       const std::vector<std::string> names = bits_key_names(key);
       if (std::find(names.begin(), names.end(), tensor) != names.end()) return bits;
     }
-  // AccelForge's `Other`: every tensor no other key names (eval_set_expression_dict).
-  for (const auto& [key, bits] : bits_per_value)
-    if (key == "Other") return bits;
   for (const auto& [key, bits] : bits_per_value)
     if (key.empty() || key == "All") return bits;
+  // AccelForge's `Other`: every tensor no other key names (All names them all).
+  for (const auto& [key, bits] : bits_per_value)
+    if (key == "Other") return bits;
   return std::nullopt;
 }
 

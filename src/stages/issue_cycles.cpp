@@ -31,7 +31,8 @@ IssueTiming parse_issue_rate(std::string_view text, std::int64_t cycles_per_time
     if (!whole(text.substr(0, slash), n) || !whole(text.substr(slash + 1), k)) return fail();
   } else if (const auto dot = text.find('.'); dot != std::string_view::npos) {
     const std::string_view ints = text.substr(0, dot), fraction = text.substr(dot + 1);
-    if (fraction.empty() || fraction.size() > 6 || (!ints.empty() && !whole(ints, n))) return fail();
+    if (fraction.empty() || fraction.size() > 6 || (!ints.empty() && !whole(ints, n)) || n < 0 || n > kMaxPart)
+      return fail();  // (bounded before it is scaled by up to 10^6)
     std::int64_t f = 0;
     if (!whole(fraction, f) || fraction.find_first_not_of("0123456789") != std::string_view::npos) return fail();
     for (std::size_t i = 0; i < fraction.size(); ++i) n *= 10, k *= 10;

@@ -355,6 +355,9 @@ def test_spatial_fanout_checked_against_the_arch():
                   "more than its fanout, 3"])
     expect_error(["trace", spec("by-name-over", "2", [one.replace(", component: PEs", "")])],
                  ["4 instances of 'X' of 'PEs', more than its fanout, 2"])
+    for bad, shown in (("0", "0"), ("-4", "-4"), ("3.5", "3.5"), ("true", "True")):
+        expect_error(["summary", spec("bad-" + bad, bad, [one])],
+                     ["fanout-bad-%s.yaml:6:" % bad, "the fanout of 'X' of 'PEs' must be a positive integer, not %s" % shown])
 
 
 LINT = """workload:

@@ -86,8 +86,11 @@ struct PlotPanel {
   std::int64_t n_blocks = 0;      // windows in which the tensor is touched (both modes)
   DensityRaster density;          // raster mode
 
-  // Raster mode: the share of a cell's y that its timesteps touch, on average over
-  // the timesteps that touch it (0 to 1): a strided tile is a faint cell, a whole one dark.
+  // Raster mode: the share of a cell's elements (with a rank on y, all the elements of
+  // its coordinates) that its timesteps touch, on average over the timesteps that touch
+  // it (0 to 1): a strided tile is a faint cell, a whole one dark. Accesses are counted,
+  // so an element that two traces touch at one timestep (a !Parallel writer and reader)
+  // counts twice, up to all.
   double touched_share(std::size_t cell) const;
   std::string title() const;    // "T0 (M=8, N0=4)", "T0 (M=8, N0=4), element [4, 12)" zoomed
   std::string y_label() const;  // "element" or "N0"

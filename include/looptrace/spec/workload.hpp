@@ -51,7 +51,7 @@ struct Workload {
 
   const Einsum* find_einsum(const std::string& name) const;
   // A tensor's bits per value: an access's own, then its name, a group naming it,
-  // Other, All.
+  // All, Other.
   std::optional<std::int64_t> bits_per_value_of(const std::string& tensor) const;
 };
 
