@@ -32,6 +32,7 @@
 #include "looptrace/summary.hpp"
 // The one use of stage internals: the transfer pipeline (stages/transfers.hpp). Kept
 // to transfers_of() below, so that a change to the stage protocol touches one place.
+#include "looptrace/stages/issue_cycles.hpp"
 #include "looptrace/stages/transfers.hpp"
 
 namespace py = pybind11;
@@ -453,19 +454,21 @@ py::object describe_py(SpecHandle& h) {
 // The requests between `level` and its children: (timestep, address, write, child
 // Storage node, tensor) per request, in time order.
 struct TransferColumns {
-  std::vector<std::int64_t> timestep;
+  std::vector<std::int64_t> timestep, cycle;
   std::vector<std::uint64_t> address;
   std::vector<std::uint8_t> write;
   std::vector<std::uint32_t> child, tensor;
 };
 
-TransferColumns transfers_of(const Schedule& s, const TraceOptions& o, const TransferOptions& t, Poll& poll) {
+TransferColumns transfers_of(const Schedule& s, const TraceOptions& o, const TransferOptions& t,
+                             const IssueTiming& timing, Poll& poll) {
   TransferColumns c;
-  auto requests = transfer_pipeline(s, o, t);
+  auto requests = transfer_pipeline(s, o, t) | issue_cycles(timing);
   for (auto batch = requests.next_batch(); !batch.empty(); batch = requests.next_batch()) {
     poll();
-    for (const TransferRequest& q : batch) {
+    for (const auto& [q, cycle] : batch) {
       c.timestep.push_back(q.timestep);
+      c.cycle.push_back(cycle);
       c.address.push_back(q.address);
       c.write.push_back(q.write);
       c.child.push_back(q.child);
@@ -476,7 +479,12 @@ TransferColumns transfers_of(const Schedule& s, const TraceOptions& o, const Tra
 }
 
 py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& level, std::uint64_t line_bytes,
-                       std::uint64_t align) {
+                       std::uint64_t align, std::int64_t cycles_per_timestep, const std::string& issue_rate) {
+  if (cycles_per_timestep < 1 || cycles_per_timestep > (std::int64_t(1) << 20))
+    throw SpecError("cycles_per_timestep takes a whole number from 1 to 1048576, not " +
+                    std::to_string(cycles_per_timestep));
+  const IssueTiming timing =
+      issue_rate.empty() ? IssueTiming{cycles_per_timestep} : parse_issue_rate(issue_rate, cycles_per_timestep);
   const auto schedule = h.schedule();
   TransferOptions t;
   t.level = level;
@@ -486,13 +494,14 @@ py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& 
   {
     py::gil_scoped_release nogil;
     Poll poll;
-    c = transfers_of(*schedule, o, t, poll);
+    c = transfers_of(*schedule, o, t, timing, poll);
   }
   py::list storages, tensors;
   for (const StorageWindows& st : schedule->storages) storages.append(st.level);
   for (const TensorInfo& x : schedule->tensors) tensors.append(x.name);
   return py::make_tuple(adopt(std::move(c.timestep)), adopt(std::move(c.address)), adopt(std::move(c.write)),
-                        adopt(std::move(c.child)), adopt(std::move(c.tensor)), storages, tensors);
+                        adopt(std::move(c.child)), adopt(std::move(c.tensor)), storages, tensors,
+                        adopt(std::move(c.cycle)));
 }
 
 // ---- pictures ---------------------------------------------------------------------
@@ -650,10 +659,11 @@ PYBIND11_MODULE(_looptrace, m) {
   });
   m.def("transfers", [](SpecHandle& h, const std::string& level, py::object tensors, py::object einsums,
                         py::object max_timesteps, py::object from, py::object to, py::object shard,
-                        std::uint64_t line_bytes, std::uint64_t align) {
+                        std::uint64_t line_bytes, std::uint64_t align, std::int64_t cycles_per_timestep,
+                        const std::string& issue_rate) {
     const py::object none = py::none();
     return transfers_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), level,
-                        line_bytes, align);
+                        line_bytes, align, cycles_per_timestep, issue_rate);
   });
   m.def("plot_raster", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                           py::object from, py::object to, const std::string& color_by, const std::string& rank,

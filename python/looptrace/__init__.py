@@ -272,14 +272,22 @@ def transfers(
     shard=None,
     line_bytes: int = 64,
     align: int = 4096,
+    cycles_per_timestep: int = 1,
+    issue_rate=None,
 ) -> TransferTrace:
-    """The requests between ``level`` and its children, as ``looptrace transfers``."""
+    """The requests between ``level`` and its children, as ``looptrace transfers``; each
+    with its issue ``cycle`` (``timestep * cycles_per_timestep``, or queued at
+    ``issue_rate`` requests a cycle: ``4``, ``"1/8"``, ``0.25``, as ``--issue-rate``)."""
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
-    t, a, w, c, x, storages, names = _looptrace.transfers(
-        handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align)
+    rate = "" if issue_rate is None else str(issue_rate)
+    if issue_rate is not None and rate == "":
+        raise ValueError("issue_rate must not be empty")
+    t, a, w, c, x, storages, names, cycle = _looptrace.transfers(
+        handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align),
+        int(cycles_per_timestep), rate
     )
-    return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names)
+    return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names, cycle, issue_rate is not None)
 
 
 from .plotting import plot_access_trace  # noqa: E402  (needs the names above)

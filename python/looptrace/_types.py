@@ -166,16 +166,20 @@ class TransferTrace:
     tensor: np.ndarray  # index into tensor_names
     storage_levels: list
     tensor_names: list
+    cycle: np.ndarray = None  # int64: when each request issues (see transfers(issue_rate=))
+    issue_rate_given: bool = False  # records() then carry "cycle", as the CLI's JSON Lines
 
     def __len__(self) -> int:
         return int(self.timestep.size)
 
     def records(self):
         """The requests as the CLI's JSON Lines objects (t, op, address, level, child, tensor)."""
-        for t, a, w, c, x in zip(
-            self.timestep.tolist(), self.address.tolist(), self.write.tolist(), self.child.tolist(), self.tensor.tolist()
+        cycles = self.cycle.tolist() if self.cycle is not None else [None] * len(self)
+        for t, a, w, c, x, k in zip(
+            self.timestep.tolist(), self.address.tolist(), self.write.tolist(), self.child.tolist(), self.tensor.tolist(),
+            cycles,
         ):
-            yield {
+            r = {
                 "t": t,
                 "op": "write" if w else "read",
                 "address": a,
@@ -183,6 +187,9 @@ class TransferTrace:
                 "child": self.storage_levels[c],
                 "tensor": self.tensor_names[x],
             }
+            if self.issue_rate_given:
+                r["cycle"] = k
+            yield r
 
     def to_dataframe(self):
         import pandas as pd

@@ -230,6 +230,15 @@ def test_transfers_equal_cli(conv, fused):
         assert len(got) == len(expected) and got.write.dtype == bool
         assert len(got.to_dataframe()) == len(expected)
     assert [r["address"] for r in looptrace.transfers(conv, "MainMemory").records()][:3] == [0, 4096, 8192]
+    # With an issue rate, each request's cycle, as --issue-rate gives it.
+    for rate in (2, "1/3", 0.4):
+        args = ["--level", "MainMemory", "--cycles-per-timestep", "10", "--issue-rate", str(rate)]
+        expected = [json.loads(l) for l in cli("transfers", *CONV, *args).splitlines()]
+        got = looptrace.transfers(conv, "MainMemory", cycles_per_timestep=10, issue_rate=rate)
+        assert list(got.records()) == expected and got.cycle.dtype == np.int64
+    assert looptrace.transfers(conv, "MainMemory", cycles_per_timestep=3).cycle.tolist()[:3] == [0, 0, 9]  # t 0, 0, 3
+    with pytest.raises(ValueError, match="--issue-rate takes"):
+        looptrace.transfers(conv, "MainMemory", issue_rate="0")
 
 
 def test_trace_iterations_equal_cli(fused):
