@@ -485,6 +485,43 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
                                     "  - !Temporal {rank_variable: m, tile_shape: 3}\n"
                                     "  - !Storage {component: GlobalBuffer, tensors: [A, Z]}\n"
                                     "  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: E}\n")});
+  // Points: a memory level's blocks from boxes equal those of the visit.
+  for (const auto& c : cases)
+    for (std::string memory_level : std::vector<std::string>{"MainMemory", "GlobalBuffer", "DRAM"})
+      for (const char* rank : {"", "M", "K"}) {
+        CAPTURE(std::string(c.name));
+        CAPTURE(memory_level);
+        CAPTURE(std::string(rank));
+        PlotOptions boxes;
+        boxes.max_points = 10'000'000;
+        boxes.width = 20000;  // markers fit: points, not rasters
+        boxes.memory_level = memory_level;
+        boxes.rank = rank;
+        PlotOptions visit = boxes;
+        visit.max_visited = 0;
+        PlotData a, b;
+        try {
+          a = build_plot(c.schedule, {}, visit);
+        } catch (const looptrace::SpecError&) {
+          continue;
+        }
+        b = build_plot(c.schedule, {}, boxes);
+        REQUIRE(!a.raster);
+        CHECK_FALSE(a.blocks_from_boxes);
+        CHECK(b.blocks_from_boxes == (std::string(c.name) != "strided"));
+        REQUIRE(a.panels.size() == b.panels.size());
+        for (std::size_t p = 0; p < a.panels.size(); ++p) {
+          CAPTURE(a.panels[p].tensor);
+          CHECK(a.panels[p].n_blocks == b.panels[p].n_blocks);
+          REQUIRE(a.panels[p].blocks.size() == b.panels[p].blocks.size());
+          for (std::size_t k = 0; k < a.panels[p].blocks.size(); ++k) {
+            CHECK(a.panels[p].blocks[k].from == b.panels[p].blocks[k].from);
+            CHECK(a.panels[p].blocks[k].to == b.panels[p].blocks[k].to);
+            CHECK(a.panels[p].blocks[k].runs == b.panels[p].blocks[k].runs);
+          }
+          CHECK(a.panels[p].points == b.panels[p].points);
+        }
+      }
   std::int64_t compared = 0;
   for (const auto& c : cases)
     for (std::string memory_level : std::vector<std::string>{"", "MainMemory", "GlobalBuffer", "DRAM"})

@@ -191,7 +191,10 @@ class PlotBuilder {
       reset_rasters();
     }
     sample_if_too_many(options);
-    if (plot_.memory_level.empty()) {
+    // Points: their blocks from boxes too, where the windows' tiles are boxes.
+    const bool boxed_blocks =
+        !data_.raster && !plot_.memory_level.empty() && plot_.max_visited > 0 && blocks_from_boxes(options);
+    if (plot_.memory_level.empty() || boxed_blocks) {
       AccessStream stream(schedule_, options);
       for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
         for (const AccessRecord& r : batch) add(r);
@@ -305,18 +308,101 @@ class PlotBuilder {
     return true;
   }
 
-  // The memory level's tiles from boxes: in each window of each of its Storage nodes,
-  // the leaves whose accesses of a plotted tensor that node holds touch boxes from
-  // their first to their last timestep there; the block covers those columns in the
-  // rows the boxes reach, as close_window() does for the visited accesses. False
-  // where a tile is not a box, a trace's holder is ambiguous, the windows are too
-  // many, or y is zoomed (the caller visits accesses).
+  // The memory level's tiles from boxes (raster mode: the cells of the rows each
+  // window's boxes reach, over the columns of its live span, as close_window() marks
+  // them for visited accesses; point mode: blocks_from_boxes). False where the windows
+  // are not boxes (the caller visits accesses).
   static constexpr std::int64_t kMaxBoxWindows = 4'000'000;  // window x leaf pairs
   bool tiles_from_boxes(const TraceOptions& options) {
+    if (!data_.raster) return blocks_from_boxes(options);
+    std::vector<std::vector<std::uint8_t>> touched(data_.panels.size());
+    for (std::size_t p = 0; p < data_.panels.size(); ++p) touched[p].assign(std::size_t(data_.panels[p].density.rows), 0);
+    return data_.blocks_from_boxes = level_windows_from_boxes(
+        options,
+        [&](std::size_t p, std::size_t trace, const movement_boxes::Box& box) {
+          return mark_rows(p, trace, box, touched[p]);
+        },
+        [&](std::size_t p, std::int64_t first, std::int64_t last) {
+          DensityRaster& d = data_.panels[p].density;
+          const std::int64_t c0 = column(d, first), c1 = column(d, last);
+          for (std::int64_t row = 0; row < d.rows; ++row) {
+            if (!touched[p][std::size_t(row)]) continue;
+            touched[p][std::size_t(row)] = 0;
+            std::fill(d.tiles.begin() + row * d.columns + c0, d.tiles.begin() + row * d.columns + c1 + 1, 1);
+          }
+        });
+  }
+
+  // Point mode: each window's block as the runs of y its boxes touch.
+  static constexpr std::int64_t kMaxBlockRuns = 4'000'000;
+  bool blocks_from_boxes(const TraceOptions& options) {
+    std::vector<std::vector<Interval>> runs(data_.panels.size());
+    std::int64_t budget = kMaxBlockRuns;
+    const bool closed = level_windows_from_boxes(
+        options,
+        [&](std::size_t p, std::size_t trace, const movement_boxes::Box& box) {
+          const std::size_t before = runs[p].size();
+          if (!box_runs(p, trace, box, runs[p], budget)) throw TooManyRuns{};
+          return runs[p].size() > before;
+        },
+        [&](std::size_t p, std::int64_t first, std::int64_t last) {
+          std::vector<Interval>& r = runs[p];
+          std::sort(r.begin(), r.end(), [](const Interval& x, const Interval& y) { return x.lo < y.lo; });
+          std::vector<Interval> merged;
+          for (const Interval& i : r) {
+            if (!merged.empty() && i.lo <= merged.back().hi) merged.back().hi = std::max(merged.back().hi, i.hi);
+            else merged.push_back(i);
+          }
+          data_.panels[p].blocks.push_back({first, last + 1, std::move(merged)});
+          r.clear();
+        });
+    if (!closed)
+      for (auto& panel : data_.panels) panel.blocks.clear(), panel.n_blocks = 0;
+    data_.blocks_from_boxes = closed;
+    return closed;
+  }
+  struct TooManyRuns {};
+
+  // The runs of y (the panel's own y, whole) that a box of elements touches: per
+  // combination of its outer coordinates one run of the innermost rank's, merged where
+  // they meet; with a rank on y, its one range. False past `budget` runs.
+  bool box_runs(std::size_t p, std::size_t trace, const movement_boxes::Box& box, std::vector<Interval>& out,
+                std::int64_t& budget) const {
+    for (const auto& r : box)
+      if (r.empty()) return true;
+    const PlotPanel& panel = data_.panels[p];
+    if (panel.rank >= 0) {
+      out.push_back({box[std::size_t(panel.rank)].lo, box[std::size_t(panel.rank)].hi});
+      return --budget >= 0;
+    }
+    const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.traces[trace].tensor_index)];
+    const std::size_t n = box.size();
+    boost::container::small_vector<std::int64_t, 8> at(n);
+    for (std::size_t k = 0; k < n; ++k) at[k] = box[k].lo;
+    for (;;) {
+      std::int64_t base = 0;
+      for (std::size_t k = 0; k + 1 < n; ++k) base += at[k] * info.strides[k];
+      const Interval run{base + box[n - 1].lo, base + box[n - 1].hi};
+      if (!out.empty() && out.back().hi == run.lo) out.back().hi = run.hi;
+      else if (--budget < 0) return false;
+      else out.push_back(run);
+      std::size_t k = n - 1;  // the odometer over the outer ranks
+      while (k > 0 && ++at[k - 1] == box[k - 1].hi) at[k - 1] = box[k - 1].lo, --k;
+      if (k == 0) return true;
+    }
+  }
+
+  // Walks the windows of the memory level's Storage nodes from boxes: in each, the
+  // leaves whose accesses of a plotted tensor that node holds touch boxes from their
+  // first to their last timestep there. `on_box(panel, trace, box)` takes each box and
+  // says whether it touched the panel; `on_block(panel, first, last)` ends a window's
+  // block (n_blocks counts them). False where a tile is not a box, a trace's holder is
+  // ambiguous, the windows are too many, or y is zoomed (a block's live span is then
+  // that of its accesses inside the zoom, which a leaf's timesteps do not give).
+  template <class OnBox, class OnBlock>
+  bool level_windows_from_boxes(const TraceOptions& options, OnBox&& on_box, OnBlock&& on_block) {
     namespace mb = movement_boxes;
-    // A y zoom: a block's live span is that of its accesses inside the zoom, which a
-    // leaf's first and last timestep in the window do not give.
-    if (plot_.y_from > 0 || plot_.y_to >= 0) return false;
+    if (plot_.y_from > 0 || plot_.y_to >= 0 || options.sample_timesteps) return false;
     const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
     std::vector<int> holder(schedule_.traces.size(), -1);
     try {
@@ -328,8 +414,6 @@ class PlotBuilder {
     std::int64_t budget = kMaxBoxWindows;
     mb::LeafStretch stretch;
     mb::Box box;
-    std::vector<std::vector<std::uint8_t>> touched(data_.panels.size());
-    for (std::size_t p = 0; p < data_.panels.size(); ++p) touched[p].assign(std::size_t(data_.panels[p].density.rows), 0);
     try {
       for (std::size_t s = 0; s < schedule_.storages.size(); ++s) {
         const StorageWindows& node = schedule_.storages[s];
@@ -352,27 +436,19 @@ class PlotBuilder {
             bool any = false;
             for (const mb::LeafRanges& ranges : stretch.boxes) {
               if (!mb::image_box(*lt, ranges, box)) return false;
-              any |= mark_rows(p, std::size_t(lt->trace), box, touched[p]);
+              any |= on_box(p, std::size_t(lt->trace), box);
             }
             if (!any) continue;
             first[p] = first[p] < 0 ? stretch.first : std::min(first[p], stretch.first);
             last[p] = std::max(last[p], stretch.last);
           }
-          for (std::size_t p = 0; p < data_.panels.size(); ++p) {
-            if (first[p] < 0) continue;
-            PlotPanel& panel = data_.panels[p];
-            DensityRaster& d = panel.density;
-            ++panel.n_blocks;
-            const std::int64_t c0 = column(d, first[p]), c1 = column(d, last[p]);
-            for (std::int64_t row = 0; row < d.rows; ++row) {
-              if (!touched[p][std::size_t(row)]) continue;
-              touched[p][std::size_t(row)] = 0;
-              std::fill(d.tiles.begin() + row * d.columns + c0, d.tiles.begin() + row * d.columns + c1 + 1, 1);
-            }
-          }
+          for (std::size_t p = 0; p < data_.panels.size(); ++p)
+            if (first[p] >= 0) ++data_.panels[p].n_blocks, on_block(p, first[p], last[p]);
         }
       }
     } catch (const mb::NotClosed&) {
+      return false;
+    } catch (const TooManyRuns&) {
       return false;
     }
     return true;
@@ -415,7 +491,7 @@ class PlotBuilder {
     last_touch_.clear();
     make_rasters();
     for (auto& p : data_.panels) p.n_blocks = 0;
-    data_.from_boxes = false, data_.sampled_timesteps = 0, data_.sampled_for_speed = false;
+    data_.from_boxes = data_.blocks_from_boxes = false, data_.sampled_timesteps = 0, data_.sampled_for_speed = false;
     return false;
   }
 
@@ -598,8 +674,15 @@ class PlotBuilder {
       std::fill(d.tiles.begin() + rw * d.columns + c0, d.tiles.begin() + rw * d.columns + c1 + 1, 1);
   }
 
-  // Keeps the series that have points, in Einsum order, reads before writes.
+  // Keeps the series that have points, in Einsum order, reads before writes; blocks in
+  // time order (however they were found).
   void name_series() {
+    for (auto& panel : data_.panels)
+      std::sort(panel.blocks.begin(), panel.blocks.end(), [](const PlotBlock& a, const PlotBlock& b) {
+        return std::tie(a.from, a.to) < std::tie(b.from, b.to) ||
+               (std::tie(a.from, a.to) == std::tie(b.from, b.to) && !a.runs.empty() && !b.runs.empty() &&
+                a.runs.front().lo < b.runs.front().lo);
+      });
     std::map<std::uint32_t, std::uint32_t> used;
     for (auto& panel : data_.panels) {
       std::sort(panel.points.begin(), panel.points.end(), [](const PlotPoint& a, const PlotPoint& b) {

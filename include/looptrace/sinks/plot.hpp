@@ -33,8 +33,9 @@ struct PlotOptions {
   std::int64_t y_from = 0, y_to = -1;
   // More accesses than this, or more timesteps than markers fit across: density rasters.
   std::int64_t max_points = 150'000;
-  // Rasters of more accesses than this are drawn from a sample of the window's
-  // timesteps (each visited whole), so a whole layer draws in seconds; 0: visit all.
+  // Rasters of more accesses than this are counted from tile boxes or drawn from a
+  // sample of the window's timesteps, so a whole layer draws in seconds; 0: visit
+  // every access (and take a memory level's blocks from the visit, not from boxes).
   std::int64_t max_visited = 30'000'000;
   // At most, per panel: cells of about 3 x 3 pixels at the default size.
   std::int64_t raster_columns = 280, raster_rows = 60;
@@ -103,6 +104,7 @@ struct PlotData {
   std::int64_t sampled_timesteps = 0;  // > 0: drawn from this many sampled timesteps
   bool sampled_for_speed = false;      // ... chosen by max_visited, not --sample-timesteps
   bool from_boxes = false;  // rasters counted from each timestep's tile boxes, no access visited
+  bool blocks_from_boxes = false;  // the memory level's blocks from its windows' tile boxes
   std::int64_t n_timesteps = 0;   // of the full schedule
   bool raster = false;            // density rasters instead of points
   std::string memory_level;
