@@ -273,16 +273,21 @@ class PlotBuilder {
   }
 
   // Rasters too large to visit, counted from tile boxes instead: at each timestep of
-  // the window (past kBoxTimesteps of them, a sample), each leaf's points are a box of
-  // its variables and their image in a tensor a box, whose elements in a cell's y are
-  // counted from the box's bounds. False (the raster left empty) where an image is not
-  // a box: the caller visits accesses instead.
+  // the window (a sample past kBoxTimesteps of them, or past kBoxLeafSteps over the
+  // leaves), each leaf's points are a box of its variables and their image in a tensor
+  // a box, whose elements in a cell's y are counted from the box's bounds. False (the
+  // raster left empty) where an image is not a box: the caller visits accesses instead.
   static constexpr std::int64_t kBoxTimesteps = 200'000;
+  static constexpr std::int64_t kBoxLeafSteps = 20'000'000;  // (timestep, leaf) pairs looked at
   bool rasters_from_boxes(const TraceOptions& options) {
     namespace mb = movement_boxes;
     const std::int64_t length = data_.window.to - data_.window.from;
     TraceOptions sampled = options;
-    if (length > kBoxTimesteps) sampled.sample_timesteps = kBoxTimesteps;
+    // Many leaves (a whole model's Einsums) sample fewer timesteps, never under 8 a column.
+    const std::int64_t columns = data_.panels.front().density.columns;
+    const std::int64_t most = std::max<std::int64_t>(
+        8 * columns, std::min<std::int64_t>(kBoxTimesteps, kBoxLeafSteps / std::int64_t(std::max<std::size_t>(1, schedule_.leaves.size()))));
+    if (length > most) sampled.sample_timesteps = most;
     const TimeSelection selection = TimeSelection::from_options(sampled, schedule_.n_timesteps);
     const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
     mb::LeafRanges ranges;
@@ -303,7 +308,7 @@ class PlotBuilder {
     } catch (const mb::NotClosed&) {
       return reset_rasters();
     }
-    if (length > kBoxTimesteps) data_.sampled_timesteps = kBoxTimesteps, data_.sampled_for_speed = true;
+    if (length > most) data_.sampled_timesteps = most, data_.sampled_for_speed = true;
     data_.from_boxes = true;
     return true;
   }
