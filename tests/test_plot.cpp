@@ -3,6 +3,8 @@
 // (two matmuls fused along m: per m, Matmul0 for 16 timesteps, then Matmul1 for 16).
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <numeric>
 #include <regex>
@@ -451,6 +453,18 @@ TEST_CASE("plot: a long trace stays a small file") {
   CHECK(svg.rfind("</svg>") != std::string::npos);
 }
 
+// build_plot visiting every access (`visit`) and from boxes (`boxes`); none where the
+// options do not apply (a rank none of the tensors has, a level that holds none).
+std::optional<std::pair<PlotData, PlotData>> both_ways(const Schedule& s, const PlotOptions& visit,
+                                                       const PlotOptions& boxes) {
+  try {
+    PlotData a = build_plot(s, {}, visit);
+    return std::pair<PlotData, PlotData>{std::move(a), build_plot(s, {}, boxes)};
+  } catch (const looptrace::SpecError&) {
+    return std::nullopt;
+  }
+}
+
 // Rasters too large to visit are counted from each timestep's tile boxes; over every
 // timestep they equal the visit of every access, cell by cell.
 TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
@@ -499,13 +513,9 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
         boxes.rank = rank;
         PlotOptions visit = boxes;
         visit.max_visited = 0;
-        PlotData a, b;
-        try {
-          a = build_plot(c.schedule, {}, visit);
-        } catch (const looptrace::SpecError&) {
-          continue;
-        }
-        b = build_plot(c.schedule, {}, boxes);
+        auto both = both_ways(c.schedule, visit, boxes);
+        if (!both) continue;
+        const auto& [a, b] = *both;
         REQUIRE(!a.raster);
         CHECK_FALSE(a.blocks_from_boxes);
         CHECK(b.blocks_from_boxes == (std::string(c.name) != "strided"));
@@ -548,13 +558,9 @@ TEST_CASE("plot: rasters from tile boxes equal the visit of every access") {
         visit.y_to = y_to;
         PlotOptions boxes = visit;
         boxes.max_visited = 1;
-        PlotData a, b;
-        try {
-          a = build_plot(c.schedule, {}, visit);
-        } catch (const looptrace::SpecError&) {
-          continue;  // a rank none of the tensors has, a level that holds none of them
-        }
-        b = build_plot(c.schedule, {}, boxes);
+        auto both = both_ways(c.schedule, visit, boxes);
+        if (!both) continue;
+        const auto& [a, b] = *both;
         // Boxes unless an image is strided, or a level's blocks are asked for under a y
         // zoom (their live spans are those of the accesses in the zoom).
         CHECK(b.from_boxes == (std::string(c.name) != "strided" && (memory_level.empty() || y_to < 0)));
