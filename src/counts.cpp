@@ -442,10 +442,7 @@ struct LeafCounter::Impl {
   }
 
   std::int64_t time_of(const std::vector<std::int64_t>& digits) const {
-    std::int64_t t = leaf->time_base;
-    for (std::size_t l = 0; l < digits.size(); ++l)
-      t += digits[l] * leaf->time_levels[l].period + leaf->time_levels[l].offset;
-    return t;
+    return time_at(leaf->time_base, leaf->time_levels, [&](std::size_t l) { return digits[l]; });
   }
 
   // The digits of the first timestep >= t; false when there is none.

@@ -620,8 +620,7 @@ class NodeCounter {
 
 }  // namespace
 
-bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges) {
-  TimeOdometer o = leaf.odometer();
+bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& o, std::int64_t t, LeafRanges& ranges) {
   o.seek(t);
   if (o.done() || o.time() != t) return false;
   DigitBox digits(leaf.time_levels.size());
@@ -637,12 +636,8 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
   out.boxes.clear();
   const std::vector<DigitBox> boxes = iterations_in(leaf, clip);
   if (boxes.empty()) return false;
-  // t = base + sum_l (j_l * period_l + offset_l) grows with every digit.
-  auto time_of = [&](const DigitBox& d, bool high) {
-    std::int64_t t = leaf.time_base;
-    for (std::size_t l = 0; l < d.size(); ++l)
-      t += (high ? d[l].hi : d[l].lo) * leaf.time_levels[l].period + leaf.time_levels[l].offset;
-    return t;
+  auto time_of = [&](const DigitBox& d) {  // of the box's first iteration
+    return time_at(leaf.time_base, leaf.time_levels, [&](std::size_t l) { return d[l].lo; });
   };
   out.first = std::numeric_limits<std::int64_t>::max(), out.last = std::numeric_limits<std::int64_t>::min();
   LeafPoints w;
@@ -654,7 +649,7 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
     // (a later sub-tile starts later: past its parent's end the tiles are empty). The
     // first iteration of a box that touches anything is its first; its last one is
     // found level by level, outermost first, by bisection.
-    out.first = std::min(out.first, time_of(d, false));
+    out.first = std::min(out.first, time_of(d));
     DigitBox last = d;
     for (std::size_t l = 0; l < last.size(); ++l) {
       std::int64_t lo = last[l].lo, hi = last[l].hi;
@@ -667,7 +662,7 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
       }
       last[l] = {lo, lo};
     }
-    out.last = std::max(out.last, time_of(last, false));
+    out.last = std::max(out.last, time_of(last));
   }
   return !out.boxes.empty();
 }

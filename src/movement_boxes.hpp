@@ -76,10 +76,11 @@ NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, con
                             std::size_t max_held = 0, const std::vector<bool>& partial_sums = {});
 
 // A leaf's points at one timestep, per rank variable one range (its temporal digits
-// fixed, its spatial loops whole); false when the leaf does not run at `t`. Throws
-// NotClosed when they are not ranges (a strided tile).
+// fixed, its spatial loops whole); false when the leaf does not run at `t`. `odometer`
+// is the leaf's (leaf.odometer(), made once and sought here). Throws NotClosed when
+// they are not ranges (a strided tile).
 using LeafRanges = boost::container::small_vector<Span, 8>;
-bool leaf_points_at(const LeafSchedule& leaf, std::int64_t t, LeafRanges& ranges);
+bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& odometer, std::int64_t t, LeafRanges& ranges);
 
 // A leaf's points over its iterations in `clip`: one set of ranges per box of
 // iterations (the union is the set), and the first and last timestep it runs there;

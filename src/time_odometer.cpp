@@ -16,15 +16,11 @@ std::int64_t TimeOdometer::size() const {
 }
 
 std::int64_t TimeOdometer::first_time() const {
-  std::int64_t t = base_;
-  for (const auto& l : levels_) t += l.offset;
-  return t;
+  return time_at(base_, levels_, [](std::size_t) { return std::int64_t(0); });
 }
 
 std::int64_t TimeOdometer::last_time() const {
-  std::int64_t t = base_;
-  for (const auto& l : levels_) t += (l.count - 1) * l.period + l.offset;
-  return t;
+  return time_at(base_, levels_, [&](std::size_t l) { return levels_[l].count - 1; });
 }
 
 void TimeOdometer::seek(std::int64_t target) {

@@ -17,6 +17,15 @@ struct TimeLevel {
   std::int64_t offset = 0;  // timesteps between an iteration's start and the next level's
 };
 
+// The time of the iteration whose digit at level l is digit(l): base + sum_l (j_l *
+// period_l + offset_l). It grows with every digit.
+template <class Levels, class Digit>
+std::int64_t time_at(std::int64_t base, const Levels& levels, Digit&& digit) {
+  std::int64_t t = base;
+  for (std::size_t l = 0; l < levels.size(); ++l) t += digit(l) * levels[l].period + levels[l].offset;
+  return t;
+}
+
 class TimeOdometer {
  public:
   TimeOdometer() = default;

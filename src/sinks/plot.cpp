@@ -12,6 +12,7 @@
 #include "looptrace/stream.hpp"
 #include "looptrace/summary.hpp"
 #include "../movement_boxes.hpp"
+#include "../window_clip.hpp"
 
 namespace looptrace {
 
@@ -289,16 +290,18 @@ class PlotBuilder {
         8 * columns, std::min<std::int64_t>(kBoxTimesteps, kBoxLeafSteps / std::int64_t(std::max<std::size_t>(1, schedule_.leaves.size()))));
     if (length > most) sampled.sample_timesteps = most;
     const TimeSelection selection = TimeSelection::from_options(sampled, schedule_.n_timesteps);
-    const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
     mb::LeafRanges ranges;
     mb::Box box;
+    std::vector<TimeOdometer> odometers;
+    for (const LeafSchedule& leaf : schedule_.leaves) odometers.push_back(leaf.odometer());
     try {
       for (const TimeRange& range : selection.ranges)
         for (std::int64_t t = range.from; t < range.to; ++t) {
-          for (const LeafSchedule& leaf : schedule_.leaves) {
-            if (!mb::leaf_points_at(leaf, t, ranges)) continue;
+          for (std::size_t l = 0; l < schedule_.leaves.size(); ++l) {
+            const LeafSchedule& leaf = schedule_.leaves[l];
+            if (!mb::leaf_points_at(leaf, odometers[l], t, ranges)) continue;
             for (const LeafTensor& lt : leaf.tensors) {
-              if (!enabled[std::size_t(lt.trace)] || routes_[std::size_t(lt.trace)].panel < 0) continue;
+              if (routes_[std::size_t(lt.trace)].panel < 0) continue;  // not plotted, or filtered out
               if (!mb::image_box(lt, ranges, box)) return reset_rasters();
               add_box(std::size_t(lt.trace), t, box);
             }
@@ -408,11 +411,10 @@ class PlotBuilder {
   bool level_windows_from_boxes(const TraceOptions& options, OnBox&& on_box, OnBlock&& on_block) {
     namespace mb = movement_boxes;
     if (plot_.y_from > 0 || plot_.y_to >= 0 || options.sample_timesteps) return false;
-    const std::vector<bool> enabled = TraceFilter::from_names(schedule_, options.tensors, options.einsums).trace_enabled;
     std::vector<int> holder(schedule_.traces.size(), -1);
     try {
       for (std::size_t t = 0; t < holder.size(); ++t)
-        if (enabled[t] && routes_[t].panel >= 0) holder[t] = schedule_.holder(t, plot_.memory_level);
+        if (routes_[t].panel >= 0) holder[t] = schedule_.holder(t, plot_.memory_level);
     } catch (const SpecError&) {
       return false;
     }
@@ -427,12 +429,11 @@ class PlotBuilder {
           for (const LeafTensor& lt : leaf.tensors)
             if (holder[std::size_t(lt.trace)] == int(s)) parts.push_back({&leaf, &lt});
         if (parts.empty()) continue;
+        if (!window_clip::any(node.duration, data_.window)) continue;
         TimeOdometer starts = node.starts();
-        starts.seek(data_.window.from > node.duration ? data_.window.from - node.duration + 1 : 0);
-        for (; !starts.done() && starts.time() < data_.window.to; starts.advance()) {
-          const TimeRange clip{std::max(starts.time(), data_.window.from),
-                               std::min(starts.time() + node.duration, data_.window.to)};
-          if (clip.to <= clip.from) continue;
+        window_clip::seek_first(starts, node.duration, data_.window);
+        for (; window_clip::seen(starts, data_.window); starts.advance()) {
+          const TimeRange clip = window_clip::clipped(starts.time(), node.duration, data_.window);
           std::vector<std::int64_t> first(data_.panels.size(), -1), last(data_.panels.size(), -1);
           for (const auto& [leaf, lt] : parts) {
             if (--budget < 0) return false;
@@ -550,17 +551,25 @@ class PlotBuilder {
     for (std::int64_t row = lo / d.y_per_row; row <= hi / d.y_per_row; ++row) {
       const std::int64_t a = panel.y_first + row * d.y_per_row;
       const std::int64_t n = elements_in(info, panel, box, a, std::min(a + d.y_per_row, panel.y_first + panel.y_size));
-      if (n == 0) continue;
-      const auto at = std::size_t(row * d.columns + c);
-      d.counts[at] = std::uint32_t(std::min<std::int64_t>(std::int64_t(d.counts[at]) + n, std::numeric_limits<std::uint32_t>::max()));
-      std::int64_t& last = last_touch_[p][at];
-      if (last != t && d.timesteps[at] != std::numeric_limits<std::uint32_t>::max()) ++d.timesteps[at];
-      last = t;
-      std::uint16_t& color = d.series[at];
-      const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
-      if (color == DensityRaster::kNoSeries) color = raw;
-      else if (color != raw) color = kMixedColor;
+      if (n > 0) touch_cell(p, std::size_t(row * d.columns + c), t, n, route.color);
     }
+  }
+
+  // `n` accesses of timestep t in raster cell `at` of panel p, in colour `raw_color`:
+  // saturating counts, the timesteps that touch the cell (the stream is in time order,
+  // so a cell sees its timesteps one after another), and the only colour seen in it or
+  // kMixedColor.
+  void touch_cell(std::size_t p, std::size_t at, std::int64_t t, std::int64_t n, std::uint32_t raw_color) {
+    DensityRaster& d = data_.panels[p].density;
+    constexpr std::uint32_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
+    d.counts[at] = std::uint32_t(std::min<std::int64_t>(std::int64_t(d.counts[at]) + n, kMaxCount));
+    std::int64_t& last = last_touch_[p][at];
+    if (last != t && d.timesteps[at] != kMaxCount) ++d.timesteps[at];
+    last = t;
+    std::uint16_t& color = d.series[at];
+    const auto raw = std::uint16_t(std::min<std::uint32_t>(raw_color, kMixedColor - 1));
+    if (color == DensityRaster::kNoSeries) color = raw;
+    else if (color != raw) color = kMixedColor;
   }
 
   // A raster of more accesses than max_visited is drawn from about max_visited of them:
@@ -647,18 +656,7 @@ class PlotBuilder {
     if (data_.raster) {
       DensityRaster& d = panel.density;
       key = row(d, y - panel.y_first);
-      const auto at = std::size_t(key * d.columns + column(d, r.timestep));
-      std::uint32_t& cell = d.counts[at];
-      if (cell != std::numeric_limits<std::uint32_t>::max()) ++cell;
-      // The stream is in time order, so a cell sees its timesteps one after another.
-      std::int64_t& last = last_touch_[p][at];
-      if (last != r.timestep && d.timesteps[at] != std::numeric_limits<std::uint32_t>::max()) ++d.timesteps[at];
-      last = r.timestep;
-      // Raw colour until the end: the only one seen in the cell, or kMixedColor.
-      std::uint16_t& color = d.series[at];
-      const auto raw = std::uint16_t(std::min<std::uint32_t>(route.color, kMixedColor - 1));
-      if (color == DensityRaster::kNoSeries) color = raw;
-      else if (color != raw) color = kMixedColor;
+      touch_cell(p, std::size_t(key * d.columns + column(d, r.timestep)), r.timestep, 1, route.color);
     } else {
       panel.points.push_back({r.timestep, y, route.series});
     }

@@ -44,10 +44,22 @@ namespace {
 
 // The arch's components by name (!Memory, !Compute, !Container, !Toll, wherever they
 // nest) and the spatial dimensions each gives ("spatial: [{name: X, fanout: 4}]").
+struct SpatialDim {
+  std::string name;
+  const SpecNode* entry;  // {name: X, fanout: 4, ...}
+};
 struct ArchComponents {
-  std::map<std::string, std::string> kind;                  // name -> tag, e.g. "!Memory"
-  std::map<std::string, std::vector<std::string>> spatial;  // name -> its spatial names
-  std::map<std::string, std::vector<const SpecNode*>> spatial_nodes;  // name -> those entries
+  std::map<std::string, std::string> kind;                 // name -> tag, e.g. "!Memory"
+  std::map<std::string, std::vector<SpatialDim>> spatial;  // name -> its spatial dimensions
+
+  // The names of `component`'s spatial dimensions (every component's, if empty).
+  std::vector<std::string> spatial_names(const std::string& component) const {
+    std::vector<std::string> out;
+    for (const auto& [c, dims] : spatial)
+      if (component.empty() || c == component)
+        for (const SpatialDim& d : dims) out.push_back(d.name);
+    return out;
+  }
 };
 
 void read_components(const SpecNode& node, ArchComponents& out, int depth) {
@@ -60,10 +72,8 @@ void read_components(const SpecNode& node, ArchComponents& out, int depth) {
     out.kind.emplace(name->text, node.tag);
     if (const SpecNode* spatial = node.find("spatial"); spatial && spatial->is_sequence())
       for (const auto& dim : spatial->items)
-        if (const SpecNode* n = dim->is_map() ? dim->find("name") : nullptr; n && n->is_scalar()) {
-          out.spatial[name->text].push_back(n->text);
-          out.spatial_nodes[name->text].push_back(dim.get());
-        }
+        if (const SpecNode* n = dim->is_map() ? dim->find("name") : nullptr; n && n->is_scalar())
+          out.spatial[name->text].push_back({n->text, dim.get()});
   }
   for (const auto& [k, v] : node.entries) read_components(*v, out, depth + 1);
 }
@@ -71,8 +81,7 @@ void read_components(const SpecNode& node, ArchComponents& out, int depth) {
 // Names a mapping node uses that the arch does not define: a Storage component that
 // is no component of the arch, a Compute component that is no !Compute, a !Spatial
 // whose name (or component) gives no such spatial dimension. Errors at the node.
-void check_against_arch(const MappingNode& node, const ArchComponents& arch,
-                        const std::vector<std::string>& computes, const std::vector<std::string>& spatial_names) {
+void check_against_arch(const MappingNode& node, const ArchComponents& arch, const std::vector<std::string>& computes) {
   auto names = [](const std::map<std::string, std::string>& m) {
     std::vector<std::string> out;
     for (const auto& [k, v] : m) out.push_back(k);
@@ -91,10 +100,7 @@ void check_against_arch(const MappingNode& node, const ArchComponents& arch,
       fail("!Spatial component '" + node.component + "' is not a component of the arch" +
            did_you_mean(node.component, names(arch.kind)));
     if (!node.name.empty()) {
-      const auto given = arch.spatial.find(node.component);
-      const std::vector<std::string>& allowed = node.component.empty() ? spatial_names
-                                                : given == arch.spatial.end() ? std::vector<std::string>{}
-                                                                              : given->second;
+      const std::vector<std::string> allowed = arch.spatial_names(node.component);
       if (std::find(allowed.begin(), allowed.end(), node.name) == allowed.end())
         fail("!Spatial name '" + node.name + "' is not a spatial dimension of " +
              (node.component.empty() ? std::string("the arch") : "'" + node.component + "'") +
@@ -102,7 +108,7 @@ void check_against_arch(const MappingNode& node, const ArchComponents& arch,
              (allowed.empty() ? std::string(" (it has none)") : " (it has: " + join(allowed) + ")"));
     }
   }
-  for (const MappingNode& child : node.children) check_against_arch(child, arch, computes, spatial_names);
+  for (const MappingNode& child : node.children) check_against_arch(child, arch, computes);
 }
 
 }  // namespace
@@ -111,22 +117,20 @@ void check_mapping_against_arch(const SpecNode& arch_node, const Mapping& mappin
   ArchComponents arch;
   read_components(arch_node, arch, 0);
   if (arch.kind.empty()) return;  // no component to check against
-  std::vector<std::string> computes, spatial_names;
+  std::vector<std::string> computes;
   for (const auto& [name, tag] : arch.kind)
     if (tag == "!Compute") computes.push_back(name);
-  for (const auto& [component, dims] : arch.spatial) spatial_names.insert(spatial_names.end(), dims.begin(), dims.end());
-  check_against_arch(mapping.root, arch, computes, spatial_names);
+  check_against_arch(mapping.root, arch, computes);
 }
 
 std::vector<ArchFanout> read_fanouts(const Reader& in, const SpecNode& arch_node, const SpecNode* variables) {
   ArchComponents arch;
   read_components(arch_node, arch, 0);
   std::vector<ArchFanout> out;
-  for (const auto& [component, dims] : arch.spatial_nodes)
-    for (const SpecNode* dim : dims) {
-      const SpecNode* fanout = dim->find("fanout");
+  for (const auto& [component, dims] : arch.spatial)
+    for (const auto& [name, entry] : dims) {
+      const SpecNode* fanout = entry->find("fanout");
       if (!fanout || !fanout->is_scalar()) continue;
-      const std::string name = dim->find("name")->text;
       const std::string what = "fanout of '" + name + "' of '" + component + "'";
       JinjaValue v;
       try {  // a number or an expression of numbers and variables; else not checked
