@@ -81,9 +81,9 @@ bool has_bytes(const LevelMovement& level) {
 
 void add_capacities(const Schedule& s, MovementReport& report) {
   for (LevelMovement& level : report.levels)
-    if (auto m = s.memories.find(level.level); m != s.memories.end()) {
-      if (m->second.size_bits) level.capacity_bits = m->second.size_bits;
-      else level.capacity_unevaluated = m->second.size_text;
+    if (const ArchMemory* m = s.memory(level.level)) {
+      if (m->size_bits) level.capacity_bits = m->size_bits;
+      else level.capacity_unevaluated = m->size_text;
     }
 }
 

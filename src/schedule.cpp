@@ -29,6 +29,12 @@ void NameIndex::emplace(const std::string& name, int index) {
 int Schedule::find_tensor(const std::string& name) const { return tensor_index.find(name); }
 int Schedule::find_einsum(const std::string& name) const { return einsum_index.find(name); }
 
+const ArchMemory* Schedule::memory(const std::string& level) const {
+  for (const auto& [name, m] : memories)
+    if (name == level) return &m;
+  return nullptr;
+}
+
 bool StorageWindows::holds(const std::string& tensor) const {
   return std::find(tensors.begin(), tensors.end(), tensor) != tensors.end();
 }
@@ -550,7 +556,7 @@ Schedule compile(const Spec& spec, LoopTreeTable* table) {
   c.check_accesses();
   std::vector<const MappingNode*> enclosing;
   c.out.n_timesteps = c.measure(spec.mapping.root, enclosing);
-  c.out.memories = spec.memories;
+  c.out.memories.assign(spec.memories.begin(), spec.memories.end());
   c.build(spec.mapping.root, {});
   if (c.out.leaves.empty()) {  // nothing to trace: say so, not "the window [0, 0) is empty"
     std::string einsums;

@@ -5,7 +5,7 @@
 namespace looptrace {
 
 TimeOdometer::TimeOdometer(std::int64_t base, std::vector<TimeLevel> levels)
-    : base_(base), levels_(levels.begin(), levels.end()), j_(levels_.size(), 0) {
+    : base_(base), levels_(std::move(levels)), j_(levels_.size(), 0) {
   seek(first_time());
 }
 

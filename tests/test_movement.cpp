@@ -2,6 +2,7 @@
 // matmuls by hand, and invariants that tie the levels together.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -417,8 +418,8 @@ arch:
   CHECK(json["levels"][1]["capacity"]["over_by_bits"] == 32.0);
   CHECK(json["levels"][0]["capacity"]["size_bits"] == "inf");
   CHECK(json["levels"][1]["tensors"][0]["fill_bytes"] == 48);  // 24 fills of 2 bytes
-  REQUIRE(s.memories.count("Register"));
-  CHECK(!s.memories.at("Register").size_bits);  // needs AccelForge's context: not guessed
+  REQUIRE(s.memory("Register"));
+  CHECK(!s.memory("Register")->size_bits);  // needs AccelForge's context: not guessed
 
   // A plain number means every tensor; a bad value names itself.
   const Schedule plain = th::compile_text2(

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <csignal>

@@ -348,3 +348,70 @@ TEST_CASE("stages: transfers after a user stage are the transfer pipeline's") {
       }
   CHECK(got == want);
 }
+
+TEST_CASE("stages: a pipeline copied midway goes on as the original does") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  const auto all = th::collect(s);
+  REQUIRE(all.size() == 72);
+  // Small batches, so that the copy happens with records in the stages' buffers.
+  auto a = leaves(s) | project(kDefaultMaxTilePoints, 8) | dedup() | merge_by_time(8);
+  std::vector<AccessRecord> seen;
+  for (int k = 0; k < 3; ++k) {
+    const AccessBatch batch = a.next_batch(kEndOfTime);
+    REQUIRE(!batch.empty());
+    seen.insert(seen.end(), batch.begin(), batch.end());
+  }
+  auto b = a;  // every stage's state and buffers
+  const auto rest_a = drain(a), rest_b = drain(b);
+  CHECK(!rest_a.empty());
+  CHECK(rows_of(rest_a) == rows_of(rest_b));
+  seen.insert(seen.end(), rest_a.begin(), rest_a.end());
+  CHECK(rows_of(seen) == all);
+}
+
+TEST_CASE("stages: a record buffer keeps its records as it grows, copies and moves") {
+  RecordBuffer buffer;
+  CHECK(buffer.size() == 0);
+  for (std::int64_t i = 0; i < 1000; ++i) *buffer.grow(1) = {i, 2 * i, 0, 1};  // regrows many times
+  AccessRecord* block = buffer.grow(5000);  // one big step past the capacity
+  for (std::int64_t i = 0; i < 5000; ++i) block[i] = {1000 + i, 2 * (1000 + i), 0, 1};
+  REQUIRE(buffer.size() == 6000);
+  auto intact = [](const RecordBuffer& b, std::size_t n) {
+    if (b.size() != n) return false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (b.data()[i].timestep != std::int64_t(i) || b.data()[i].element != 2 * std::int64_t(i)) return false;
+    return true;
+  };
+  CHECK(intact(buffer, 6000));
+  RecordBuffer copy = buffer;
+  CHECK(intact(copy, 6000));
+  CHECK(copy.data() != buffer.data());
+  RecordBuffer moved = std::move(copy);
+  CHECK(intact(moved, 6000));
+  CHECK(copy.size() == 0);
+  buffer.clear();
+  CHECK(buffer.size() == 0);
+  CHECK(buffer.grow(6000) == buffer.data());  // refilled in place, no regrowth
+  copy = moved;
+  CHECK(intact(copy, 6000));
+}
+
+TEST_CASE("stages: coordinates unravel row-major, copy and compare") {
+  const std::vector<std::int64_t> shape{3, 4, 5};
+  const Coordinates c = unravel(2 * 20 + 3 * 5 + 4, shape);
+  REQUIRE(c.size() == 3);
+  CHECK(c[0] == 2);
+  CHECK(c[1] == 3);
+  CHECK(c[2] == 4);
+  CHECK(c.back() == 4);
+  Coordinates d = c;
+  CHECK(d == c);
+  d[0] = 1;
+  CHECK(!(d == c));
+  d = c;
+  CHECK(d == c);
+  CHECK(unravel(0, shape) == Coordinates(3));
+  CHECK(unravel(7, std::vector<std::int64_t>{}).empty());
+  const std::span<const std::int64_t> view = c;
+  CHECK(std::vector<std::int64_t>(view.begin(), view.end()) == std::vector<std::int64_t>{2, 3, 4});
+}

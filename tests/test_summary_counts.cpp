@@ -1,5 +1,6 @@
 // Closed-form counts (looptrace/counts.hpp) against a brute force that visits every
 // timestep and every point, and against values worked out by hand.
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>

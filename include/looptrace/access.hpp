@@ -2,8 +2,6 @@
 // compact record the stages pass around in batches, and as the user-facing Access.
 #pragma once
 
-#include <boost/container/static_vector.hpp>
-
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -15,8 +13,48 @@ namespace looptrace {
 
 // Per-rank coordinates of an element, unravelled on demand (derivable from `element`
 // and the tensor's shape, so the hot path never stores them).
+// compile_schedule refuses tensors of more ranks, so they fit inline.
 inline constexpr std::size_t kMaxRanks = 16;
-using Coordinates = boost::container::static_vector<std::int64_t, kMaxRanks>;
+class Coordinates {
+ public:
+  // Only the first size() entries are ever written or read: unravelling a record costs
+  // its ranks, not kMaxRanks.
+  Coordinates() = default;
+  explicit Coordinates(std::size_t n) : size_(n) {  // n <= kMaxRanks, zeros
+    for (std::size_t r = 0; r < n; ++r) v_[r] = 0;
+  }
+  Coordinates(const Coordinates& other) : size_(other.size_) {
+    for (std::size_t r = 0; r < size_; ++r) v_[r] = other.v_[r];
+  }
+  Coordinates& operator=(const Coordinates& other) {
+    size_ = other.size_;
+    for (std::size_t r = 0; r < size_; ++r) v_[r] = other.v_[r];
+    return *this;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::int64_t& operator[](std::size_t r) { return v_[r]; }
+  std::int64_t operator[](std::size_t r) const { return v_[r]; }
+  std::int64_t& back() { return v_[size_ - 1]; }
+  std::int64_t back() const { return v_[size_ - 1]; }
+  std::int64_t* begin() { return v_; }
+  std::int64_t* end() { return v_ + size_; }
+  const std::int64_t* begin() const { return v_; }
+  const std::int64_t* end() const { return v_ + size_; }
+  const std::int64_t* data() const { return v_; }
+  operator std::span<const std::int64_t>() const { return {v_, size_}; }
+  friend bool operator==(const Coordinates& a, const Coordinates& b) {
+    if (a.size_ != b.size_) return false;
+    for (std::size_t r = 0; r < a.size_; ++r)
+      if (a.v_[r] != b.v_[r]) return false;
+    return true;
+  }
+
+ private:
+  std::int64_t v_[kMaxRanks];
+  std::size_t size_ = 0;
+};
 
 inline Coordinates unravel(std::int64_t element, std::span<const std::int64_t> shape) {
   Coordinates c(shape.size());

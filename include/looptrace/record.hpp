@@ -4,13 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <span>
 
 namespace looptrace {
 
 // A time after every timestep: the `until` of a pull that wants everything.
-inline constexpr std::int64_t kEndOfTime = std::numeric_limits<std::int64_t>::max();
+inline constexpr std::int64_t kEndOfTime = INT64_MAX;
 
 // `trace` indexes Schedule::traces. `multiplicity` is how many points of the leaf's tile
 // touch the element at that timestep (saturating at 2^32 - 1): a projection yields the
@@ -36,6 +35,11 @@ struct AccessBatch {
   const AccessRecord& operator[](std::size_t i) const { return records[i]; }
   const AccessRecord& back() const { return records.back(); }
 };
+
+// The earlier and the later of two timesteps (what the stages ask of std::min and
+// std::max, without including <algorithm> in every user's build).
+constexpr std::int64_t earlier(std::int64_t a, std::int64_t b) { return b < a ? b : a; }
+constexpr std::int64_t later(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
 
 struct TimeRange {
   std::int64_t from = 0, to = 0;  // [from, to)

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -109,11 +108,12 @@ struct Schedule {
   std::vector<LeafSchedule> leaves;   // tree order
   std::vector<std::string> memory_levels;  // tree order
   std::vector<StorageWindows> storages;    // tree order
-  std::map<std::string, ArchMemory> memories;  // the arch's !Memory sizes, by level name
+  std::vector<std::pair<std::string, ArchMemory>> memories;  // the arch's !Memory sizes, by level name
 
   NameIndex tensor_index, einsum_index;
   int find_tensor(const std::string& name) const;  // -1 when absent
   int find_einsum(const std::string& name) const;
+  const ArchMemory* memory(const std::string& level) const;  // nullptr: not an !Memory of the arch
 
   // The Storage node nearest above `leaf` that holds `tensor` at `level` (any level if
   // empty), or -1. Throws SpecError when two leaves of the trace's Einsum disagree.

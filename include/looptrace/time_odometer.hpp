@@ -4,8 +4,6 @@
 // in O(depth), with no replay.
 #pragma once
 
-#include <boost/container/small_vector.hpp>
-
 #include <cstdint>
 #include <vector>
 
@@ -54,10 +52,10 @@ class TimeOdometer {
   std::int64_t last_time() const;
 
  private:
-  // Loop nests are shallow: the digits live inline, with no heap on the hot path.
+  // Allocated once, when the odometer is made; advancing and seeking allocate nothing.
   std::int64_t base_ = 0;
-  boost::container::small_vector<TimeLevel, 8> levels_;
-  boost::container::small_vector<std::int64_t, 8> j_;
+  std::vector<TimeLevel> levels_;
+  std::vector<std::int64_t> j_;
   std::int64_t t_ = 0;
   bool done_ = false;
 };

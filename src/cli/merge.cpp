@@ -2,6 +2,7 @@
 // --shard I/N`, in any order) combined into the summary of the whole window.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>

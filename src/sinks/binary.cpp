@@ -4,6 +4,7 @@
 //           u16 einsum name length + bytes, u16 tensor name length + bytes,
 //           u8 n_ranks, n_ranks x i64 shape
 //   records: i64 timestep, i64 element, u32 trace, u32 zero   (24 bytes each)
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 

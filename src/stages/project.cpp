@@ -2,10 +2,35 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "looptrace/error.hpp"
 
 namespace looptrace {
+
+RecordBuffer::RecordBuffer(const RecordBuffer& other) {
+  reserve(other.size_);
+  std::copy(other.data_, other.data_ + other.size_, data_);
+  size_ = other.size_;
+}
+RecordBuffer::RecordBuffer(RecordBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+RecordBuffer& RecordBuffer::operator=(RecordBuffer other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  std::swap(capacity_, other.capacity_);
+  return *this;
+}
+void RecordBuffer::reserve(std::size_t n) {
+  if (n <= capacity_) return;
+  const std::size_t capacity = std::max(n, capacity_ + capacity_ / 2);
+  AccessRecord* data = new AccessRecord[capacity];  // trivial: left uninitialized
+  std::copy(data_, data_ + size_, data);
+  delete[] data_;
+  data_ = data, capacity_ = capacity;
+}
 
 namespace {
 
@@ -227,7 +252,7 @@ SpecError Project::too_large(const TensorState& ts, std::int64_t points) const {
 
 void Project::emit(TensorState& ts) {
   if (ts.size > max_tile_points_) throw too_large(ts, ts.size);
-  AccessRecord* out = grow(buffer_, std::size_t(ts.size));
+  AccessRecord* out = buffer_.grow(std::size_t(ts.size));
   if (ts.spec->separable) emit_separable(ts, out);
   else emit_points(ts, out);
 }
@@ -303,7 +328,7 @@ void Project::emit_points(const TensorState& ts, AccessRecord* out) const {
 
 void Project::copy_forward(std::size_t block_start, std::int64_t period, std::int64_t steps) {
   const std::size_t block = buffer_.size() - block_start;
-  grow(buffer_, block * std::size_t(steps));
+  buffer_.grow(block * std::size_t(steps));
   AccessRecord* base = buffer_.data() + block_start;
   // Record by record down the steps: each copy is the previous one shifted, so the
   // inner loop is two additions and a store.

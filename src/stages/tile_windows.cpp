@@ -1,5 +1,7 @@
 #include "looptrace/stages/tile_windows.hpp"
 
+#include <algorithm>
+
 #include "looptrace/error.hpp"
 #include "window_clip.hpp"
 

@@ -76,3 +76,12 @@ TimeSelection TimeSelection::from_options(const TraceOptions& o, std::int64_t n)
 }
 
 }  // namespace looptrace
+
+namespace looptrace {
+
+std::size_t TimeSelection::first_range_after(std::int64_t t) const {
+  return std::size_t(std::partition_point(ranges.begin(), ranges.end(), [&](const TimeRange& r) { return r.to <= t; }) -
+                     ranges.begin());
+}
+
+}  // namespace looptrace

@@ -167,10 +167,16 @@ struct BoxTransfers::Impl {
   }
 };
 
-BoxTransfers::BoxTransfers() : impl_(std::make_unique<Impl>()) {}
-BoxTransfers::BoxTransfers(BoxTransfers&&) noexcept = default;
-BoxTransfers& BoxTransfers::operator=(BoxTransfers&&) noexcept = default;
-BoxTransfers::~BoxTransfers() = default;
+BoxTransfers::BoxTransfers() : impl_(new Impl()) {}
+BoxTransfers::BoxTransfers(BoxTransfers&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
+BoxTransfers& BoxTransfers::operator=(BoxTransfers&& other) noexcept {
+  if (this != &other) {
+    delete impl_;
+    impl_ = std::exchange(other.impl_, nullptr);
+  }
+  return *this;
+}
+BoxTransfers::~BoxTransfers() { delete impl_; }
 
 std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOptions& o, const TransferOptions& options,
                                                std::string* why) {

@@ -81,4 +81,83 @@ TimeRange transfer_trace_window(const Schedule& s, const std::vector<std::uint32
   return run;
 }
 
+namespace {
+// The heap's order: the greater request comes out later.
+constexpr auto later_request = [](const TransferRequest& a, const TransferRequest& b) {
+  if (a.timestep != b.timestep) return a.timestep > b.timestep;
+  if (a.write != b.write) return !a.write;
+  if (a.address != b.address) return a.address > b.address;
+  // Two children asking for one line at once: a fixed order, or the heap's order
+  // would depend on what else is pending and shards would not concatenate.
+  if (a.child != b.child) return a.child > b.child;
+  return a.tensor > b.tensor;
+};
+}  // namespace
+
+TransferQueue::TransferQueue(const Schedule& s, const TrafficPlan& plan, TransferOptions options, AddressMap addresses)
+    : options_(std::move(options)), addresses_(std::move(addresses)) {
+  for (const auto& slot : plan.slots) {
+    const int parent = s.parent(slot.storage, s.tensors[slot.tensor].name);
+    if (parent >= 0 && s.storages[std::size_t(parent)].level == options_.level)
+      child_slots_.push_back({slot.storage, slot.tensor});
+  }
+}
+
+bool TransferQueue::is_child(const TileTraffic& t) const {
+  for (const auto& [s, x] : child_slots_)
+    if (s == t.storage && x == t.tensor) return true;
+  return false;
+}
+
+void TransferQueue::queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write,
+                                const TileTraffic& w) {
+  if (t < options_.report.from || t > options_.report.to || (t == options_.report.to && !options_.report_end))
+    return;
+  const std::uint64_t base = addresses_.base[w.tensor], size = addresses_.bytes[w.tensor];
+  const std::uint64_t line = options_.line_bytes;
+  std::uint64_t next = 0;  // elements ascend, so lines do: the first line not yet asked for
+  for (std::int64_t e : elements) {
+    const std::uint64_t a = base + std::uint64_t(e) * size;
+    for (std::uint64_t l = std::max(a / line, next); l <= (a + size - 1) / line; ++l) {
+      pending_.push_back({t, l * line, write, w.storage, w.tensor});
+      std::push_heap(pending_.begin(), pending_.end(), later_request);
+    }
+    next = std::max(next, (a + size - 1) / line + 1);
+  }
+}
+
+void TransferQueue::take(std::span<const TileTraffic> events) {
+  if (events.empty()) {
+    settled_ = kEndOfTime;
+    return;
+  }
+  std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
+  for (const TileTraffic& t : events) {
+    if (!is_child(t)) continue;
+    if (t.kind == TileTraffic::Kind::open) {
+      open_starts_.push_back(t.start);
+      continue;
+    }
+    open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
+    queue_lines(t.drained, t.end, true, t);
+    queue_lines(t.filled, t.start, false, t);
+  }
+  // Nothing earlier than the oldest open child window's start can still come.
+  for (std::int64_t s : open_starts_) now = std::min(now, s);
+  settled_ = now;
+}
+
+void TransferQueue::release(std::int64_t before, std::vector<TransferRequest>& out) {
+  while (!pending_.empty() && pending_.front().timestep < before) {
+    std::pop_heap(pending_.begin(), pending_.end(), later_request);
+    out.push_back(pending_.back());
+    pending_.pop_back();
+  }
+}
+
+std::int64_t TransferQueue::next_timestep() const {
+  const std::int64_t t = std::max<std::int64_t>(settled_, 0);
+  return pending_.empty() ? t : std::min(t, pending_.front().timestep);
+}
+
 }  // namespace looptrace

@@ -7,13 +7,17 @@
 // at the same timestep would be merged too.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "looptrace/stages/pipeline.hpp"
 
 namespace looptrace {
+
+// Merges equal (trace, element) records of each timestep of `records` (in time order):
+// sorted by trace in order of first appearance, then element, multiplicities summed
+// (saturating). Returns how many records are left at its front; `order` is scratch.
+std::size_t merge_equal_accesses(std::span<AccessRecord> records, std::vector<std::uint32_t>& order);
 
 template <AccessSource Up>
 class Dedup : public BatchStage<Dedup<Up>, Up> {
@@ -24,44 +28,11 @@ class Dedup : public BatchStage<Dedup<Up>, Up> {
   AccessBatch process(const AccessBatch& b) {
     if (b.deduplicated) return b;
     buffer_.assign(b.begin(), b.end());
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < buffer_.size();) {
-      std::size_t j = i + 1;
-      while (j < buffer_.size() && buffer_[j].timestep == buffer_[i].timestep) ++j;
-      out = merge_timestep(i, j, out);
-      i = j;
-    }
-    buffer_.resize(out);
+    buffer_.resize(merge_equal_accesses(buffer_, order_));
     return {buffer_, true};
   }
 
  private:
-  // Sorts the records [i, j) of one timestep by (trace in order of first appearance,
-  // element), writes each distinct (trace, element) once at `out`, returns the new end.
-  std::size_t merge_timestep(std::size_t i, std::size_t j, std::size_t out) {
-    order_.clear();
-    for (std::size_t k = i; k < j; ++k)
-      if (std::find(order_.begin(), order_.end(), buffer_[k].trace) == order_.end())
-        order_.push_back(buffer_[k].trace);
-    auto rank = [&](std::uint32_t trace) {
-      return std::find(order_.begin(), order_.end(), trace) - order_.begin();
-    };
-    std::sort(buffer_.begin() + std::ptrdiff_t(i), buffer_.begin() + std::ptrdiff_t(j),
-              [&](const AccessRecord& a, const AccessRecord& b) {
-                if (a.trace != b.trace) return rank(a.trace) < rank(b.trace);
-                return a.element < b.element;
-              });
-    for (std::size_t k = i; k < j;) {
-      AccessRecord r = buffer_[k++];
-      std::uint64_t m = r.multiplicity;
-      for (; k < j && buffer_[k].trace == r.trace && buffer_[k].element == r.element; ++k)
-        m = std::min<std::uint64_t>(m + buffer_[k].multiplicity, 0xffffffffu);
-      r.multiplicity = std::uint32_t(m);
-      buffer_[out++] = r;
-    }
-    return out;
-  }
-
   std::vector<AccessRecord> buffer_;
   std::vector<std::uint32_t> order_;
 };

@@ -8,8 +8,6 @@
 // trace_iterations), which merge_by_time() puts in time order like accesses.
 #pragma once
 
-#include <boost/container/small_vector.hpp>
-
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -27,9 +25,10 @@ struct Interval {
   std::int64_t lo, hi;  // [lo, hi)
   friend bool operator==(const Interval&, const Interval&) = default;
 };
-// Sorted, disjoint, non-adjacent; one interval unless spatial loops split a tile.
-using IntervalSet = boost::container::small_vector<Interval, 2>;
-using SubTile = boost::container::small_vector<Interval, 8>;  // one interval per variable
+// Sorted, disjoint, non-adjacent; one interval unless spatial loops split a tile. The
+// stages keep theirs and refill them, so the hot path allocates only as they first grow.
+using IntervalSet = std::vector<Interval>;
+using SubTile = std::vector<Interval>;  // one interval per variable
 
 std::int64_t cardinality(const IntervalSet& s);
 

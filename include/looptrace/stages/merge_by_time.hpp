@@ -6,7 +6,6 @@
 // accesses (Project, Dedup) and iterations (LeafIterations) alike.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -42,7 +41,7 @@ class MergeByTime : public Stage<MergeByTime<Src>, ValueOf<Src>> {
       for (std::size_t i = 0; i < leaves_.size(); ++i) {
         if (i == best) continue;
         const std::int64_t t = leaves_[i].next_timestep();
-        if (t != kEndOfTime) limit = std::min(limit, i < best ? t : t + 1);
+        if (t != kEndOfTime) limit = earlier(limit, i < best ? t : t + 1);
       }
       Batch b = leaves_[best].next_batch(limit);
       const auto values = detail::values_of(b);
@@ -57,7 +56,7 @@ class MergeByTime : public Stage<MergeByTime<Src>, ValueOf<Src>> {
   }
   std::int64_t next_timestep() const {
     std::int64_t t = kEndOfTime;
-    for (const Src& l : leaves_) t = std::min(t, l.next_timestep());
+    for (const Src& l : leaves_) t = earlier(t, l.next_timestep());
     return t;
   }
   void seek(std::int64_t t) {

@@ -12,8 +12,6 @@
 // being projected again, so cost per timestep stays small.
 #pragma once
 
-#include <boost/container/vector.hpp>
-
 #include <cstdint>
 #include <vector>
 
@@ -24,14 +22,34 @@
 
 namespace looptrace {
 
-// A stage's output buffer: growing it leaves records uninitialized (they are written
-// next), where std::vector would zero them first.
-using RecordBuffer = boost::container::vector<AccessRecord>;
-inline AccessRecord* grow(RecordBuffer& buffer, std::size_t n) {
-  const std::size_t at = buffer.size();
-  buffer.resize(at + n, boost::container::default_init);
-  return buffer.data() + at;
-}
+// A stage's output buffer: growing it hands out records to be written next, left
+// uninitialized (std::vector would zero them first, and touch every page of a fresh
+// allocation: a pipeline made per layer paid that each time).
+class RecordBuffer {
+ public:
+  RecordBuffer() = default;
+  RecordBuffer(const RecordBuffer& other);
+  RecordBuffer(RecordBuffer&& other) noexcept;
+  RecordBuffer& operator=(RecordBuffer other) noexcept;
+  ~RecordBuffer() { delete[] data_; }
+
+  AccessRecord* grow(std::size_t n) {
+    if (size_ + n > capacity_) reserve(size_ + n);
+    AccessRecord* at = data_ + size_;
+    size_ += n;
+    return at;
+  }
+  void clear() { size_ = 0; }
+  std::size_t size() const { return size_; }
+  AccessRecord* data() { return data_; }
+  const AccessRecord* data() const { return data_; }
+
+ private:
+  void reserve(std::size_t n);  // capacity >= n, keeping the records
+
+  AccessRecord* data_ = nullptr;
+  std::size_t size_ = 0, capacity_ = 0;
+};
 
 class Project : public Stage<Project> {
  public:

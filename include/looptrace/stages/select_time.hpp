@@ -3,7 +3,6 @@
 // range and pulls with the range's end as horizon: it never replays what comes before.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "looptrace/options.hpp"
@@ -30,7 +29,7 @@ class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
       const TimeRange& r = selection_.ranges[range_];
       if (r.from >= until) break;
       if (!entered_) up_.seek(r.from), entered_ = true;
-      const std::int64_t limit = std::min(r.to, until);
+      const std::int64_t limit = earlier(r.to, until);
       Batch b = up_.next_batch(limit);
       if (!detail::values_of(b).empty() || limit < r.to) return b;
       ++range_, entered_ = false;  // this range is done
@@ -40,18 +39,16 @@ class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
   std::int64_t next_timestep() const {
     for (std::size_t i = range_; i < selection_.ranges.size(); ++i) {
       const TimeRange& r = selection_.ranges[i];
-      const std::int64_t t = i == range_ && entered_ ? std::max(up_.next_timestep(), r.from) : r.from;
+      const std::int64_t t = i == range_ && entered_ ? later(up_.next_timestep(), r.from) : r.from;
       if (t < r.to) return t;
     }
     return kEndOfTime;
   }
   // To the first selected timestep >= t.
   void seek(std::int64_t t) {
-    range_ = std::size_t(std::partition_point(selection_.ranges.begin(), selection_.ranges.end(),
-                                              [&](const TimeRange& r) { return r.to <= t; }) -
-                         selection_.ranges.begin());
+    range_ = selection_.first_range_after(t);
     entered_ = range_ < selection_.ranges.size();
-    if (entered_) up_.seek(std::max(t, selection_.ranges[range_].from));
+    if (entered_) up_.seek(later(t, selection_.ranges[range_].from));
   }
   const TimeSelection& selection() const { return selection_; }
   const StreamContext& context() const { return context_; }

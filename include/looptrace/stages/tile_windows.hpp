@@ -8,7 +8,6 @@
 // windows with no access are still opened and closed.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -106,8 +105,8 @@ class TileWindows : public Stage<TileWindows<Up>, TileEvent> {
   // The window events of the next timestep with one, or the accesses before it.
   TileStep next_batch(std::int64_t until = kEndOfTime) {
     std::int64_t t = kEndOfTime;
-    for (const WindowCursor& c : cursors_) t = std::min(t, c.next_event());
-    const AccessBatch b = up_.next_batch(std::min(t, until));
+    for (const WindowCursor& c : cursors_) t = earlier(t, c.next_event());
+    const AccessBatch b = up_.next_batch(earlier(t, until));
     if (!b.empty() || t >= until) return {{}, b};
     events_.clear();
     for (WindowCursor& c : cursors_)
@@ -124,7 +123,7 @@ class TileWindows : public Stage<TileWindows<Up>, TileEvent> {
   }
   std::int64_t next_timestep() const {
     std::int64_t t = up_.next_timestep();
-    for (const WindowCursor& c : cursors_) t = std::min(t, c.next_event());
+    for (const WindowCursor& c : cursors_) t = earlier(t, c.next_event());
     return t;
   }
 

@@ -17,6 +17,8 @@ struct TimeSelection {
 
   // Throws SpecError for options that contradict each other or the schedule.
   static TimeSelection from_options(const TraceOptions& options, std::int64_t n_timesteps);
+  // The first of `ranges` that ends after t (ranges.size() when none does).
+  std::size_t first_range_after(std::int64_t t) const;
 };
 
 }  // namespace looptrace

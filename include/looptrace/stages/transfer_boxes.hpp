@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,7 +18,6 @@
 #include "looptrace/stages/transfer_request.hpp"
 
 namespace looptrace {
-
 
 class BoxTransfers {
  public:
@@ -42,7 +40,7 @@ class BoxTransfers {
  private:
   BoxTransfers();
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  Impl* impl_ = nullptr;  // owned (kept opaque, so this header stays light)
 };
 
 }  // namespace looptrace

@@ -11,13 +11,11 @@
 // child tiles open at once, never with the trace.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <queue>
+#include <optional>
 #include <span>
 #include <string>
-#include <variant>
+#include <utility>
 #include <vector>
 
 #include "looptrace/error.hpp"
@@ -42,18 +40,42 @@ TimeRange transfer_trace_window(const Schedule& schedule, const std::vector<std:
 // The tensors a context traces, in order of first trace (the order of the address map).
 std::vector<std::string> traced_tensors(const Schedule& schedule, const StreamContext& context);
 
+// What the Transfers stage does with the window traffic it pulls: each child window's
+// fills and drains become line requests, which wait in a heap (ordered as the contract
+// says: time, writes first, ascending address, then child and tensor) until no open
+// child window can still add an earlier one.
+class TransferQueue {
+ public:
+  TransferQueue() = default;
+  TransferQueue(const Schedule& schedule, const TrafficPlan& plan, TransferOptions options, AddressMap addresses);
+
+  // Takes one batch of window traffic (empty: the traffic is over).
+  void take(std::span<const TileTraffic> events);
+  // Every request is known before this time.
+  std::int64_t settled() const { return settled_; }
+  // Moves the requests before `before` to `out`, in order.
+  void release(std::int64_t before, std::vector<TransferRequest>& out);
+  std::int64_t next_timestep() const;
+  const AddressMap& addresses() const { return addresses_; }
+
+ private:
+  bool is_child(const TileTraffic& t) const;
+  void queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write, const TileTraffic& w);
+
+  TransferOptions options_;
+  AddressMap addresses_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
+  std::vector<std::int64_t> open_starts_;  // of the child windows open now
+  std::vector<TransferRequest> pending_;   // a heap, earliest on top
+  std::int64_t settled_ = -kEndOfTime - 1;
+};
+
 template <TrafficSource Up>
 class Transfers : public Stage<Transfers<Up>, TransferRequest> {
  public:
   Transfers() = default;
-  Transfers(Up up, TransferOptions options, AddressMap addresses)
-      : up_(std::move(up)), options_(std::move(options)), addresses_(std::move(addresses)) {
-    const Schedule& s = this->schedule();
-    for (const auto& slot : up_.traffic().slots) {
-      const int parent = s.parent(slot.storage, s.tensors[slot.tensor].name);
-      if (parent >= 0 && s.storages[std::size_t(parent)].level == options_.level)
-        child_slots_.push_back({slot.storage, slot.tensor});
-    }
+  Transfers(Up up, TransferOptions options, AddressMap addresses) : up_(std::move(up)) {
+    queue_ = TransferQueue(this->schedule(), up_.traffic(), std::move(options), std::move(addresses));
   }
 
   // The next requests before `until`, in time order; empty when there are none before
@@ -61,86 +83,19 @@ class Transfers : public Stage<Transfers<Up>, TransferRequest> {
   std::span<const TransferRequest> next_batch(std::int64_t until = kEndOfTime) {
     out_.clear();
     for (;;) {
-      release(std::min(settled_, until));
-      if (!out_.empty() || settled_ >= until) return out_;
-      pull();
+      queue_.release(earlier(queue_.settled(), until), out_);
+      if (!out_.empty() || queue_.settled() >= until) return out_;
+      queue_.take(up_.next_batch(kEndOfTime));
     }
   }
-  std::int64_t next_timestep() const {
-    const std::int64_t t = std::max<std::int64_t>(settled_, 0);
-    return pending_.empty() ? t : std::min(t, pending_.top().timestep);
-  }
+  std::int64_t next_timestep() const { return queue_.next_timestep(); }
   const StreamContext& context() const { return up_.context(); }
-  const AddressMap& addresses() const { return addresses_; }
+  const AddressMap& addresses() const { return queue_.addresses(); }
 
  private:
-  struct Later {  // the heap's order: time, writes first, then ascending address
-    bool operator()(const TransferRequest& a, const TransferRequest& b) const {
-      if (a.timestep != b.timestep) return a.timestep > b.timestep;
-      if (a.write != b.write) return !a.write;
-      if (a.address != b.address) return a.address > b.address;
-      // Two children asking for one line at once: a fixed order, or the heap's order
-      // would depend on what else is pending and shards would not concatenate.
-      if (a.child != b.child) return a.child > b.child;
-      return a.tensor > b.tensor;
-    }
-  };
-  bool is_child(const TileTraffic& t) const {
-    for (const auto& [s, x] : child_slots_)
-      if (s == t.storage && x == t.tensor) return true;
-    return false;
-  }
-  void queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write, const TileTraffic& w) {
-    if (t < options_.report.from || t > options_.report.to || (t == options_.report.to && !options_.report_end))
-      return;
-    const std::uint64_t base = addresses_.base[w.tensor], size = addresses_.bytes[w.tensor];
-    const std::uint64_t line = options_.line_bytes;
-    std::uint64_t next = 0;  // elements ascend, so lines do: the first line not yet asked for
-    for (std::int64_t e : elements) {
-      const std::uint64_t a = base + std::uint64_t(e) * size;
-      for (std::uint64_t l = std::max(a / line, next); l <= (a + size - 1) / line; ++l)
-        pending_.push({t, l * line, write, w.storage, w.tensor});
-      next = std::max(next, (a + size - 1) / line + 1);
-    }
-  }
-  // Takes one batch of window events; `settled_` becomes the time before which every
-  // request is known.
-  void pull() {
-    const auto events = up_.next_batch(kEndOfTime);
-    if (events.empty()) {
-      settled_ = kEndOfTime;
-      return;
-    }
-    std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
-    for (const TileTraffic& t : events) {
-      if (!is_child(t)) continue;
-      if (t.kind == TileTraffic::Kind::open) {
-        open_starts_.push_back(t.start);
-        continue;
-      }
-      open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
-      queue_lines(t.drained, t.end, true, t);
-      queue_lines(t.filled, t.start, false, t);
-    }
-    // Nothing earlier than the oldest open child window's start can still come.
-    for (std::int64_t s : open_starts_) now = std::min(now, s);
-    settled_ = now;
-  }
-  void release(std::int64_t before) {
-    while (!pending_.empty() && pending_.top().timestep < before) {
-      out_.push_back(pending_.top());
-      pending_.pop();
-    }
-  }
-
   Up up_;
-  TransferOptions options_;
-  AddressMap addresses_;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
-  std::vector<std::int64_t> open_starts_;  // of the child windows open now
-  std::priority_queue<TransferRequest, std::vector<TransferRequest>, Later> pending_;
+  TransferQueue queue_;
   std::vector<TransferRequest> out_;
-  std::int64_t settled_ = std::numeric_limits<std::int64_t>::min();
 };
 
 // The transfers of `options.level` over a stream. Over window traffic collected with
@@ -177,27 +132,22 @@ inline TransfersAdaptor transfers(TransferOptions options) {
 template <class Enumerating>
 class TransferStream : public Stage<TransferStream<Enumerating>, TransferRequest> {
  public:
-  explicit TransferStream(BoxTransfers boxes) : engine_(std::move(boxes)) {}
-  TransferStream(Enumerating e, std::string why) : engine_(std::move(e)), why_(std::move(why)) {}
+  explicit TransferStream(BoxTransfers boxes) : boxes_(std::move(boxes)) {}
+  TransferStream(Enumerating e, std::string why) : enumerating_(std::move(e)), why_(std::move(why)) {}
 
   std::span<const TransferRequest> next_batch(std::int64_t until = kEndOfTime) {
-    return std::visit([&](auto& e) { return e.next_batch(until); }, engine_);
+    return boxes_ ? boxes_->next_batch(until) : enumerating_->next_batch(until);
   }
-  std::int64_t next_timestep() const {
-    return std::visit([](const auto& e) { return e.next_timestep(); }, engine_);
-  }
-  const StreamContext& context() const {
-    return std::visit([](const auto& e) -> const StreamContext& { return e.context(); }, engine_);
-  }
-  const AddressMap& addresses() const {
-    return std::visit([](const auto& e) -> const AddressMap& { return e.addresses(); }, engine_);
-  }
-  bool closed_form() const { return engine_.index() == 0; }
+  std::int64_t next_timestep() const { return boxes_ ? boxes_->next_timestep() : enumerating_->next_timestep(); }
+  const StreamContext& context() const { return boxes_ ? boxes_->context() : enumerating_->context(); }
+  const AddressMap& addresses() const { return boxes_ ? boxes_->addresses() : enumerating_->addresses(); }
+  bool closed_form() const { return boxes_.has_value(); }
   // Why the accesses are followed: what the boxes could not give (empty when asked to).
   const std::string& enumerated_because() const { return why_; }
 
  private:
-  std::variant<BoxTransfers, Enumerating> engine_;
+  std::optional<BoxTransfers> boxes_;  // one of the two engines
+  std::optional<Enumerating> enumerating_;
   std::string why_;
 };
 
@@ -215,7 +165,7 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   options.report = TimeSelection::from_options(o, s.n_timesteps).window;
   // The last drains happen as the trace ends; a window that stops earlier leaves
   // requests at its end to the window that starts there.
-  options.report_end = options.report.to == std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
+  options.report_end = options.report.to == earlier(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
   TraceOptions whole = o;  // the trace that runs the straddling windows whole
   const TimeRange run = transfer_trace_window(s, children, options.report);
   whole.shard.reset();

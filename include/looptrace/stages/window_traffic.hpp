@@ -172,7 +172,7 @@ class WindowTraffic : public Stage<WindowTraffic<Up>, TileTraffic> {
     deferred_.clear();
   }
   std::span<const TileTraffic> on_events(std::span<const WindowEvent> events) {
-    std::fill(last_.begin(), last_.end(), -1);  // windows change: every touch counts again
+    last_.assign(last_.size(), -1);  // windows change: every touch counts again
     out_.clear();
     filled_.clear(), drained_.clear();
     // Elements go to per-event vectors first: spans into them stay valid once all are in.
