@@ -13,7 +13,8 @@
    ravel_multi_index. It leaves out the reference's Python and library overheads (its
    LoopTree walk, sympy lambdify, ISL bounds, pydantic), so it is a lower bound on the
    reference's time and the speedup is an underestimate. The estimate's arrays are
-   checked equal to looptrace's.
+   checked equal to looptrace's. Beside them, the floor of any implementation: numpy
+   writing arrays of the result's sizes into fresh memory, and nothing else.
 2. `stream` on huge_gemm (M=K=N=10240, 1.07e12 timesteps): a prefix pulled in numpy
    batches, records per second.
 """
@@ -110,12 +111,17 @@ def bench_trace_accesses(repeats):
         with_coords = lambda: [t.coordinates for t in looptrace.trace_accesses(spec, max_points=1 << 40).traces]
         extents = spec.workload.einsums[0].rank_variables
         reference = lambda: reference_estimate(loops_of(spec), extents, GEMM_PROJECTIONS)
-        ours, coords, est = float("inf"), float("inf"), float("inf")
-        for _ in range(repeats):  # interleaved, so that load on the machine hits both alike
+        trace = looptrace.trace_accesses(spec, max_points=1 << 40)
+        sizes = [t.n_accesses for t in trace.traces]
+        # The floor of any trace_accesses: writing its timestep and element arrays into
+        # fresh memory, and nothing else.
+        write_only = lambda: [np.full(n, 1, dtype=np.int64) for n in sizes for _ in (0, 1)]
+        ours, coords, est, floor = float("inf"), float("inf"), float("inf"), float("inf")
+        for _ in range(repeats):  # interleaved, so that load on the machine hits all alike
             ours = min(ours, best_of(1, lambda: looptrace.trace_accesses(spec, max_points=1 << 40))[0])
             coords = min(coords, best_of(1, with_coords)[0])
             est = min(est, best_of(1, reference)[0])
-        trace = looptrace.trace_accesses(spec, max_points=1 << 40)
+            floor = min(floor, best_of(1, write_only)[0])
         ref = reference()
         n = sum(t.n_accesses for t in trace.traces)
         for t in trace.traces:  # the estimate computes what the reference computes
@@ -125,6 +131,8 @@ def bench_trace_accesses(repeats):
         print(f"  {mapping:10s} {n:>9,} accesses: looptrace {ours * 1e3:6.1f} ms ({n / ours / 1e6:4.0f} M/s), "
               f"{coords * 1e3:6.1f} ms with every .coordinates; reference estimate {est * 1e3:7.1f} ms: "
               f"{est / ours:4.0f}x ({est / coords:4.0f}x with coordinates)")
+        print(f"  {'':10s} writing the arrays alone: {floor * 1e3:6.1f} ms; 100x the estimate would be "
+              f"{est / 100 * 1e3:5.1f} ms")
 
 
 def bench_stream(records, batches):

@@ -50,20 +50,23 @@ class Coordinates {
       if (a.v_[r] != b.v_[r]) return false;
     return true;
   }
+  // Row-major: the last rank varies fastest. shape.size() <= kMaxRanks.
+  friend Coordinates unravel(std::int64_t element, std::span<const std::int64_t> shape) {
+    Coordinates c;
+    c.size_ = shape.size();
+    for (std::size_t r = shape.size(); r-- > 0;) {
+      c.v_[r] = element % shape[r];
+      element /= shape[r];
+    }
+    return c;
+  }
 
  private:
-  std::int64_t v_[kMaxRanks];
   std::size_t size_ = 0;
+  std::int64_t v_[kMaxRanks];
 };
+Coordinates unravel(std::int64_t element, std::span<const std::int64_t> shape);
 
-inline Coordinates unravel(std::int64_t element, std::span<const std::int64_t> shape) {
-  Coordinates c(shape.size());
-  for (std::size_t r = shape.size(); r-- > 0;) {
-    c[r] = element % shape[r];
-    element /= shape[r];
-  }
-  return c;
-}
 inline Coordinates unravel(std::int64_t element, const TensorInfo& tensor) {
   return unravel(element, std::span<const std::int64_t>(tensor.shape));
 }

@@ -37,8 +37,9 @@ class CsvSink final : public AccessSink {
       p += middle.size();
       p = write_int(p, r.element);
       *p++ = ',';
-      Coordinates c = unravel(r.element, tensor);
-      for (std::size_t k = 0; k < c.size(); ++k) {
+      const Coordinates c = unravel(r.element, tensor);
+      const std::size_t n = c.size();  // held in a register: the writes through p may alias c
+      for (std::size_t k = 0; k < n; ++k) {
         if (k) *p++ = ' ';
         p = write_int(p, c[k]);
       }

@@ -25,7 +25,7 @@ RecordBuffer& RecordBuffer::operator=(RecordBuffer other) noexcept {
 }
 void RecordBuffer::reserve(std::size_t n) {
   if (n <= capacity_) return;
-  const std::size_t capacity = std::max(n, capacity_ + capacity_ / 2);
+  const std::size_t capacity = std::max(n, capacity_ * 8 / 5);  // grows as boost::container::vector does
   AccessRecord* data = new AccessRecord[capacity];  // trivial: left uninitialized
   std::copy(data_, data_ + size_, data);
   delete[] data_;
