@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace looptrace {
@@ -28,6 +29,13 @@ void NameIndex::emplace(const std::string& name, int index) {
 
 int Schedule::find_tensor(const std::string& name) const { return tensor_index.find(name); }
 int Schedule::find_einsum(const std::string& name) const { return einsum_index.find(name); }
+
+namespace detail {
+void too_many_ranks(std::size_t ranks) {
+  throw std::length_error("looptrace: coordinates of " + std::to_string(ranks) + " ranks; at most " +
+                          std::to_string(kMaxRanks) + " are held");
+}
+}  // namespace detail
 
 const ArchMemory* Schedule::memory(const std::string& level) const {
   for (const auto& [name, m] : memories)

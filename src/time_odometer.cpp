@@ -4,8 +4,9 @@
 
 namespace looptrace {
 
-TimeOdometer::TimeOdometer(std::int64_t base, std::vector<TimeLevel> levels)
-    : base_(base), levels_(std::move(levels)), j_(levels_.size(), 0) {
+TimeOdometer::TimeOdometer(std::int64_t base, std::span<const TimeLevel> levels) : base_(base) {
+  levels_.reserve(levels.size());
+  for (const TimeLevel& l : levels) levels_.push_back({l});
   seek(first_time());
 }
 
@@ -30,7 +31,7 @@ void TimeOdometer::seek(std::int64_t target) {
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     const TimeLevel& lv = levels_[l];
     std::int64_t j = x <= 0 ? 0 : std::min(x / lv.period, lv.count - 1);
-    j_[l] = j;
+    levels_[l].j = j;
     t += j * lv.period + lv.offset;
     x -= j * lv.period + lv.offset;
   }
@@ -42,7 +43,7 @@ void TimeOdometer::seek(std::int64_t target) {
 
 std::size_t TimeOdometer::advance_innermost(std::int64_t n) {
   if (!levels_.empty() && n > 1) {
-    j_.back() += n - 1;
+    levels_.back().j += n - 1;
     t_ += (n - 1) * levels_.back().period;
   }
   return advance();
@@ -51,13 +52,13 @@ std::size_t TimeOdometer::advance_innermost(std::int64_t n) {
 std::size_t TimeOdometer::advance() {
   for (std::size_t l = levels_.size(); l-- > 0;) {
     const TimeLevel& lv = levels_[l];
-    if (j_[l] + 1 < lv.count) {
-      ++j_[l];
+    if (levels_[l].j + 1 < lv.count) {
+      ++levels_[l].j;
       t_ += lv.period;
       return l;
     }
-    t_ -= j_[l] * lv.period;
-    j_[l] = 0;
+    t_ -= levels_[l].j * lv.period;
+    levels_[l].j = 0;
   }
   done_ = true;
   return levels_.size();

@@ -415,3 +415,10 @@ TEST_CASE("stages: coordinates unravel row-major, copy and compare") {
   const std::span<const std::int64_t> view = c;
   CHECK(std::vector<std::int64_t>(view.begin(), view.end()) == std::vector<std::int64_t>{2, 3, 4});
 }
+
+TEST_CASE("stages: coordinates of more ranks than they hold throw, never overrun") {
+  const std::vector<std::int64_t> shape(kMaxRanks + 1, 2);
+  CHECK_THROWS_AS(unravel(0, shape), std::length_error);
+  CHECK_THROWS_AS(Coordinates(kMaxRanks + 1), std::length_error);
+  CHECK(unravel(0, std::vector<std::int64_t>(kMaxRanks, 2)).size() == kMaxRanks);
+}

@@ -47,7 +47,7 @@ void check_seek_everywhere(const TimeOdometer& proto, const std::vector<std::int
 
 TEST_CASE("odometer: two plain levels advance in row-major order") {
   // t = 10 + 4*j0 + j1, j0 < 3, j1 < 2
-  TimeOdometer o(10, {{3, 4, 0}, {2, 1, 0}});
+  TimeOdometer o(10, std::vector<looptrace::TimeLevel>{{3, 4, 0}, {2, 1, 0}});
   CHECK(o.size() == 6);
   CHECK(o.first_time() == 10);
   CHECK(o.last_time() == 19);
@@ -75,7 +75,7 @@ TEST_CASE("odometer: two plain levels advance in row-major order") {
 }
 
 TEST_CASE("odometer: no levels is one time at the base") {
-  TimeOdometer o(7, {});
+  TimeOdometer o(7, std::vector<looptrace::TimeLevel>{});
   CHECK(o.size() == 1);
   CHECK(o.time() == 7);
   CHECK(o.first_time() == 7);
@@ -94,7 +94,7 @@ TEST_CASE("odometer: no levels is one time at the base") {
 TEST_CASE("odometer: a Sequential branch's offset (branch 1 of a loop over [3 | 2])") {
   // An outer loop of 2 iterations, each a Sequential of a 3-step and a 2-step branch;
   // the leaf in branch 1 loops 2 times: t = 5*j0 + 3 + j1.
-  TimeOdometer o(0, {{2, 5, 3}, {2, 1, 0}});
+  TimeOdometer o(0, std::vector<looptrace::TimeLevel>{{2, 5, 3}, {2, 1, 0}});
   CHECK(o.first_time() == 3);
   CHECK(o.last_time() == 9);
   const std::vector<std::int64_t> times{3, 4, 8, 9};
@@ -105,7 +105,7 @@ TEST_CASE("odometer: a Sequential branch's offset (branch 1 of a loop over [3 | 
 TEST_CASE("odometer: offsets at two levels and a base") {
   // base 100; level 0: 2 x 10 (offset 2); level 1: 2 x 4 (offset 1); level 2: 3 x 1.
   // t = 100 + 10*j0 + 2 + 4*j1 + 1 + j2
-  TimeOdometer o(100, {{2, 10, 2}, {2, 4, 1}, {3, 1, 0}});
+  TimeOdometer o(100, std::vector<looptrace::TimeLevel>{{2, 10, 2}, {2, 4, 1}, {3, 1, 0}});
   const std::vector<std::int64_t> times{103, 104, 105, 107, 108, 109,
                                         113, 114, 115, 117, 118, 119};
   CHECK(o.size() == 12);
@@ -118,7 +118,7 @@ TEST_CASE("odometer: offsets at two levels and a base") {
 TEST_CASE("odometer: seek to every timestep of a small odometer, with gaps at every level") {
   // A leaf in the last branch of nested Sequentials: periods leave gaps before
   // (offsets) every level's iterations.
-  TimeOdometer o(1, {{3, 20, 4}, {2, 7, 1}, {2, 3, 2}, {1, 1, 0}});
+  TimeOdometer o(1, std::vector<looptrace::TimeLevel>{{3, 20, 4}, {2, 7, 1}, {2, 3, 2}, {1, 1, 0}});
   std::vector<std::int64_t> times;
   for (int a = 0; a < 3; ++a)
     for (int b = 0; b < 2; ++b)
@@ -128,7 +128,7 @@ TEST_CASE("odometer: seek to every timestep of a small odometer, with gaps at ev
 }
 
 TEST_CASE("odometer: seek backwards and past the end") {
-  TimeOdometer o(0, {{4, 3, 0}, {3, 1, 0}});
+  TimeOdometer o(0, std::vector<looptrace::TimeLevel>{{4, 3, 0}, {3, 1, 0}});
   o.seek(11);
   CHECK(o.time() == 11);
   o.seek(2);  // seeking back restarts the digits
@@ -145,7 +145,7 @@ TEST_CASE("odometer: seek backwards and past the end") {
 }
 
 TEST_CASE("odometer: advance_innermost skips within the innermost digit") {
-  TimeOdometer o(0, {{3, 4, 0}, {3, 1, 0}});  // t = 4*j0 + j1
+  TimeOdometer o(0, std::vector<looptrace::TimeLevel>{{3, 4, 0}, {3, 1, 0}});  // t = 4*j0 + j1
   CHECK(o.innermost_remaining() == 3);
   CHECK(o.advance_innermost(2) == 1);  // j1 0 -> 2
   CHECK(o.time() == 2);

@@ -15,12 +15,17 @@ namespace looptrace {
 // and the tensor's shape, so the hot path never stores them).
 // compile_schedule refuses tensors of more ranks, so they fit inline.
 inline constexpr std::size_t kMaxRanks = 16;
+namespace detail {
+[[noreturn]] void too_many_ranks(std::size_t ranks);  // throws std::length_error
+}  // namespace detail
+
 class Coordinates {
  public:
   // Only the first size() entries are ever written or read: unravelling a record costs
   // its ranks, not kMaxRanks.
   Coordinates() = default;
-  explicit Coordinates(std::size_t n) : size_(n) {  // n <= kMaxRanks, zeros
+  explicit Coordinates(std::size_t n) : size_(n) {  // zeros; n <= kMaxRanks or it throws
+    if (n > kMaxRanks) detail::too_many_ranks(n);
     for (std::size_t r = 0; r < n; ++r) v_[r] = 0;
   }
   Coordinates(const Coordinates& other) : size_(other.size_) {
@@ -50,8 +55,9 @@ class Coordinates {
       if (a.v_[r] != b.v_[r]) return false;
     return true;
   }
-  // Row-major: the last rank varies fastest. shape.size() <= kMaxRanks.
+  // Row-major: the last rank varies fastest. More than kMaxRanks ranks throw.
   friend Coordinates unravel(std::int64_t element, std::span<const std::int64_t> shape) {
+    if (shape.size() > kMaxRanks) detail::too_many_ranks(shape.size());
     Coordinates c;
     c.size_ = shape.size();
     for (std::size_t r = shape.size(); r-- > 0;) {

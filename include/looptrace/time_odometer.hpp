@@ -4,7 +4,9 @@
 // in O(depth), with no replay.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace looptrace {
@@ -27,7 +29,7 @@ std::int64_t time_at(std::int64_t base, const Levels& levels, Digit&& digit) {
 class TimeOdometer {
  public:
   TimeOdometer() = default;
-  TimeOdometer(std::int64_t base, std::vector<TimeLevel> levels);
+  TimeOdometer(std::int64_t base, std::span<const TimeLevel> levels);
 
   // Positions on the first t >= target (or done() if there is none).
   void seek(std::int64_t target);
@@ -38,13 +40,13 @@ class TimeOdometer {
   // without a carry; returns what the last step's advance() returns.
   std::size_t advance_innermost(std::int64_t n);
   std::int64_t innermost_remaining() const {  // steps before the innermost digit wraps
-    return levels_.empty() ? 1 : levels_.back().count - j_.back();
+    return levels_.empty() ? 1 : levels_.back().count - levels_.back().j;
   }
   const TimeLevel& level(std::size_t l) const { return levels_[l]; }
 
   bool done() const { return done_; }
   std::int64_t time() const { return t_; }
-  std::int64_t digit(std::size_t level) const { return j_[level]; }
+  std::int64_t digit(std::size_t level) const { return levels_[level].j; }
   std::size_t levels() const { return levels_.size(); }
   // The number of distinct times (the product of counts).
   std::int64_t size() const;
@@ -52,10 +54,12 @@ class TimeOdometer {
   std::int64_t last_time() const;
 
  private:
+  struct Level : TimeLevel {
+    std::int64_t j = 0;  // the digit
+  };
   // Allocated once, when the odometer is made; advancing and seeking allocate nothing.
   std::int64_t base_ = 0;
-  std::vector<TimeLevel> levels_;
-  std::vector<std::int64_t> j_;
+  std::vector<Level> levels_;
   std::int64_t t_ = 0;
   bool done_ = false;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
 #include <stdexcept>
+#include <utility>
 
 #include "../movement_boxes.hpp"
 #include "looptrace/stages/filter.hpp"

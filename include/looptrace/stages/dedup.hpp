@@ -7,7 +7,9 @@
 // at the same timestep would be merged too.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "looptrace/stages/pipeline.hpp"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "looptrace/options.hpp"
 #include "looptrace/stages/pipeline.hpp"
