@@ -18,6 +18,14 @@ using looptrace::Spec;
 
 namespace {
 
+// The messages of a spec's warnings that contain `text`, in order.
+std::vector<std::string> warnings_with(const looptrace::Spec& s, const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& w : s.warnings)
+    if (th::contains(w.message, text)) out.push_back(w.message);
+  return out;
+}
+
 const char* kMapping = R"(
 mapping:
   nodes:
@@ -144,9 +152,7 @@ workload:
   einsums:
   - {einsum: "B[m] = A[m]"}
 )", kMapping);
-  std::vector<std::string> said;
-  for (const auto& w : s.warnings)
-    if (w.message.find("bits_per_value key") != std::string::npos) said.push_back(w.message);
+  const std::vector<std::string> said = warnings_with(s, "bits_per_value key");
   // 'A | C': A is a tensor, C is not; Nope is none. A and B have sizes, nothing is left.
   REQUIRE(said.size() == 2);
   CHECK(th::contains(said[0], "key 'A | C': 'C' is no tensor of the workload"));
@@ -164,9 +170,7 @@ workload:
   - {einsum: "B[m] = A[m]"}
   - {einsum: "C[m] = B[m]"}
 )", kMapping);
-  std::vector<std::string> said;
-  for (const auto& w : s.warnings)
-    if (th::contains(w.message, "both size")) said.push_back(w.message);
+  const std::vector<std::string> said = warnings_with(s, "both size");
   REQUIRE(said.size() == 2);
   CHECK(th::contains(said[0], "keys 'All' and 'A | C' both size 'A', 'C': AccelForge rejects keys that overlap"));
   CHECK(th::contains(said[1], "keys 'All' and 'C' both size 'C'"));  // against the first key that sized it

@@ -72,13 +72,9 @@ struct LineStream {
     floor = cur + 1;
     if (++cur > last) next_run();
   }
-  // The heap's order: writes first, then ascending line, child, tensor.
-  bool after(const LineStream& o) const {
-    if (write != o.write) return !write;
-    if (cur != o.cur) return cur > o.cur;
-    if (child != o.child) return child > o.child;
-    return tensor > o.tensor;
-  }
+  // The heap's order (the streams of one timestep): the contract's, on current lines.
+  TransferRequest request() const { return {0, cur * line, write, child, tensor}; }
+  bool after(const LineStream& o) const { return comes_after(request(), o.request()); }
 };
 
 struct Cursor {

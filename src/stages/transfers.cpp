@@ -82,16 +82,8 @@ TimeRange transfer_trace_window(const Schedule& s, const std::vector<std::uint32
 }
 
 namespace {
-// The heap's order: the greater request comes out later.
-constexpr auto later_request = [](const TransferRequest& a, const TransferRequest& b) {
-  if (a.timestep != b.timestep) return a.timestep > b.timestep;
-  if (a.write != b.write) return !a.write;
-  if (a.address != b.address) return a.address > b.address;
-  // Two children asking for one line at once: a fixed order, or the heap's order
-  // would depend on what else is pending and shards would not concatenate.
-  if (a.child != b.child) return a.child > b.child;
-  return a.tensor > b.tensor;
-};
+// A function object, so that the heap's comparisons inline.
+constexpr auto kLater = [](const TransferRequest& a, const TransferRequest& b) { return comes_after(a, b); };
 }  // namespace
 
 TransferQueue::TransferQueue(const Schedule& s, const TrafficPlan& plan, TransferOptions options, AddressMap addresses)
@@ -120,7 +112,7 @@ void TransferQueue::queue_lines(std::span<const std::int64_t> elements, std::int
     const std::uint64_t a = base + std::uint64_t(e) * size;
     for (std::uint64_t l = std::max(a / line, next); l <= (a + size - 1) / line; ++l) {
       pending_.push_back({t, l * line, write, w.storage, w.tensor});
-      std::push_heap(pending_.begin(), pending_.end(), later_request);
+      std::push_heap(pending_.begin(), pending_.end(), kLater);
     }
     next = std::max(next, (a + size - 1) / line + 1);
   }
@@ -149,7 +141,7 @@ void TransferQueue::take(std::span<const TileTraffic> events) {
 
 void TransferQueue::release(std::int64_t before, std::vector<TransferRequest>& out) {
   while (!pending_.empty() && pending_.front().timestep < before) {
-    std::pop_heap(pending_.begin(), pending_.end(), later_request);
+    std::pop_heap(pending_.begin(), pending_.end(), kLater);
     out.push_back(pending_.back());
     pending_.pop_back();
   }

@@ -22,6 +22,18 @@ struct TransferRequest {
   friend bool operator==(const TransferRequest&, const TransferRequest&) = default;
 };
 
+// The contract's order of requests, as "a comes after b": time, writes first, ascending
+// address, then child and tensor (two children asking for one line at once need a fixed
+// order, or a heap's order would depend on what else is pending and shards would not
+// concatenate). Both engines' heaps order by it.
+inline bool comes_after(const TransferRequest& a, const TransferRequest& b) {
+  if (a.timestep != b.timestep) return a.timestep > b.timestep;
+  if (a.write != b.write) return !a.write;
+  if (a.address != b.address) return a.address > b.address;
+  if (a.child != b.child) return a.child > b.child;
+  return a.tensor > b.tensor;
+}
+
 struct TransferOptions {
   std::string level;                // L
   std::uint64_t line_bytes = 64;
