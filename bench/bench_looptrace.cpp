@@ -10,12 +10,12 @@
 #include <random>
 
 #include "bench_common.hpp"
-#include "looptrace/movement.hpp"
+#include "looptrace/closed_form/movement.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stages/transfers.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 using namespace looptrace;
 using bench::gemm, bench::huge, bench::load, bench::report_rss;

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "bench_common.hpp"
-#include "looptrace/parallel_trace.hpp"
+#include "looptrace/stages/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 using namespace looptrace;
 using bench::gemm, bench::huge, bench::load, bench::report_rss;

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "looptrace/spec/load.hpp"
+#include "looptrace/frontend/load.hpp"
 #include "looptrace/stages/transfers.hpp"
 
 namespace {

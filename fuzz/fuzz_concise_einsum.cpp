@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "looptrace/error.hpp"
-#include "looptrace/spec/concise_einsum.hpp"
+#include "looptrace/support/error.hpp"
+#include "looptrace/frontend/concise_einsum.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "looptrace/error.hpp"
-#include "looptrace/spec/expression.hpp"
+#include "looptrace/support/error.hpp"
+#include "looptrace/frontend/expression.hpp"
 
 namespace {
 

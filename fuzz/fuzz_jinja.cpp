@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "looptrace/error.hpp"
-#include "spec/jinja.hpp"  // internal: the template engine
+#include "looptrace/support/error.hpp"
+#include "frontend/jinja.hpp"  // internal: the template engine
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

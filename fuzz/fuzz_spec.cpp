@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
-#include "looptrace/describe.hpp"
-#include "looptrace/error.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/spec/load.hpp"
+#include "looptrace/sinks/describe.hpp"
+#include "looptrace/support/error.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/load.hpp"
 #include "looptrace/stream.hpp"
 
 namespace {

@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "looptrace/describe.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/sinks/describe.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/iterations.hpp"
-#include "looptrace/movement.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/closed_form/movement.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/sinks/summary_json.hpp"
-#include "looptrace/spec/load.hpp"
+#include "looptrace/frontend/load.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 // The one use of stage internals: the transfer pipeline (stages/transfers.hpp). Kept
 // to transfers_of() below, so that a change to the stage protocol touches one place.
 #include "looptrace/stages/issue_cycles.hpp"

@@ -12,12 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/spec/load.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/load.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 #ifndef LOOPTRACE_SOURCE_ROOT
 #define LOOPTRACE_SOURCE_ROOT "."

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "looptrace/error.hpp"
-#include "looptrace/spec/concise_einsum.hpp"
+#include "looptrace/support/error.hpp"
+#include "looptrace/frontend/concise_einsum.hpp"
 
 using looptrace::ConciseAccess;
 using looptrace::ConciseEinsum;

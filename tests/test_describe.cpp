@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "looptrace/describe.hpp"
+#include "looptrace/sinks/describe.hpp"
 
 using looptrace::DescribedNode;
 using looptrace::describe_spec;

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "looptrace/spec/concise_einsum.hpp"
-#include "looptrace/spec/expression.hpp"
+#include "looptrace/frontend/concise_einsum.hpp"
+#include "looptrace/frontend/expression.hpp"
 #include "looptrace/stream.hpp"
-#include "spec/jinja.hpp"  // internal: the template engine
+#include "frontend/jinja.hpp"  // internal: the template engine
 
 using th::contains;
 using th::spec_error;

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "looptrace/error.hpp"
-#include "looptrace/spec/expression.hpp"
+#include "looptrace/support/error.hpp"
+#include "looptrace/frontend/expression.hpp"
 
 using looptrace::AffineExpr;
 using looptrace::ExpressionError;

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "looptrace/error.hpp"
-#include "spec/jinja.hpp"  // internal: the template engine
+#include "looptrace/support/error.hpp"
+#include "frontend/jinja.hpp"  // internal: the template engine
 
 using looptrace::define_value_from_text;
 using looptrace::JinjaValue;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "helpers.hpp"
-#include "looptrace/spec/load.hpp"
+#include "looptrace/frontend/load.hpp"
 
 using looptrace::load_spec_text;
 using looptrace::NodeKind;

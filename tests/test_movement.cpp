@@ -7,7 +7,7 @@
 #include <set>
 
 #include "helpers.hpp"
-#include "looptrace/movement.hpp"
+#include "looptrace/closed_form/movement.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 using looptrace::compile_schedule;
 using looptrace::Schedule;

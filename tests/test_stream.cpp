@@ -11,7 +11,7 @@
 
 #include "helpers.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 #ifdef LOOPTRACE_HAVE_RANGE_V3
 #include <range/v3/range/concepts.hpp>

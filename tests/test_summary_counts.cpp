@@ -1,4 +1,4 @@
-// Closed-form counts (looptrace/counts.hpp) against a brute force that visits every
+// Closed-form counts (looptrace/closed_form/counts.hpp) against a brute force that visits every
 // timestep and every point, and against values worked out by hand.
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "helpers.hpp"
-#include "looptrace/counts.hpp"
+#include "looptrace/closed_form/counts.hpp"
 
 namespace {
 

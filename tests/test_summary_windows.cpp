@@ -1,4 +1,4 @@
-// Tile windows as runs (looptrace/window_runs.hpp), the summary's --windows forms and
+// Tile windows as runs (looptrace/closed_form/window_runs.hpp), the summary's --windows forms and
 // --threads, and merging shard summaries (merge_summaries, summary_json round trips).
 #include <sys/mman.h>
 #include <unistd.h>
@@ -7,11 +7,11 @@
 #include <random>
 
 #include "helpers.hpp"
-#include "looptrace/parallel_trace.hpp"
+#include "looptrace/stages/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/sinks/summary_json.hpp"
-#include "looptrace/time_odometer.hpp"
-#include "looptrace/window_runs.hpp"
+#include "looptrace/compile/time_odometer.hpp"
+#include "looptrace/closed_form/window_runs.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "helpers.hpp"
-#include "looptrace/time_odometer.hpp"
+#include "looptrace/compile/time_odometer.hpp"
 
 using looptrace::TimeLevel;
 using looptrace::TimeOdometer;

@@ -5,7 +5,7 @@
 #include <regex>
 
 #include "helpers.hpp"
-#include "looptrace/movement.hpp"
+#include "looptrace/closed_form/movement.hpp"
 #include "looptrace/sinks/transfer_formats.hpp"
 #include "looptrace/stages/transfers.hpp"
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "looptrace/spec/workload.hpp"
+#include "looptrace/frontend/workload.hpp"
 
 using looptrace::einsum_box;
 using looptrace::EinsumBox;

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "looptrace/record.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 
 namespace looptrace {
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stream.hpp"
 
 namespace looptrace {

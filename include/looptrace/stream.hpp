@@ -9,8 +9,8 @@
 
 #include "looptrace/access.hpp"
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/spec/load.hpp"  // load_spec and compile_schedule: the stream from a spec
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/load.hpp"  // load_spec and compile_schedule: the stream from a spec
 #include "looptrace/stages/trace_pipeline.hpp"
 
 namespace looptrace {

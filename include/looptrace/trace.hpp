@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 namespace looptrace {
 

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <limits>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "progress.hpp"
 
 namespace looptrace::cli {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
-#include "looptrace/spec/load.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/load.hpp"
 
 namespace looptrace::cli {
 

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "looptrace/describe.hpp"
+#include "looptrace/sinks/describe.hpp"
 #include "looptrace/sinks/output.hpp"
 
 namespace looptrace::cli {

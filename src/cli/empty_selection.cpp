@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace::cli {

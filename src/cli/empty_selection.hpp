@@ -4,7 +4,7 @@
 #include <string>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 
 namespace looptrace::cli {
 

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "common.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "suggest.hpp"
 

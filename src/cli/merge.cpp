@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/summary_json.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 namespace looptrace::cli {
 

@@ -4,7 +4,7 @@
 
 #include "common.hpp"
 #include "empty_selection.hpp"
-#include "looptrace/movement.hpp"
+#include "looptrace/closed_form/movement.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/output.hpp"
 

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "common.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "progress.hpp"

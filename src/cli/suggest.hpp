@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../suggest.hpp"
+#include "support/suggest.hpp"
 
 #include <optional>
 #include <string>

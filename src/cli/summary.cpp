@@ -7,7 +7,7 @@
 #include "empty_selection.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/summary_json.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/closed_form/summary.hpp"
 #include "progress.hpp"
 
 namespace looptrace::cli {

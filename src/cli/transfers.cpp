@@ -7,7 +7,7 @@
 
 #include "common.hpp"
 #include "empty_selection.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/sinks/transfer_formats.hpp"
 #include "looptrace/stages/transfers.hpp"

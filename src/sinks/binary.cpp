@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "formats.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

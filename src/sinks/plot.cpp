@@ -5,14 +5,14 @@
 #include <limits>
 #include <map>
 
-#include "looptrace/counts.hpp"
-#include "looptrace/error.hpp"
+#include "looptrace/closed_form/counts.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
-#include "looptrace/summary.hpp"
-#include "../movement_boxes.hpp"
-#include "../window_clip.hpp"
+#include "looptrace/closed_form/summary.hpp"
+#include "closed_form/movement_boxes.hpp"
+#include "compile/window_clip.hpp"
 
 namespace looptrace {
 

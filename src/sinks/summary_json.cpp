@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

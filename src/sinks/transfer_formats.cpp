@@ -1,6 +1,6 @@
 #include "looptrace/sinks/transfer_formats.hpp"
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "formats.hpp"
 
 namespace looptrace {

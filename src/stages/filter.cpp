@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tiling.hpp"
+#include "compile/tiling.hpp"
 
 namespace looptrace {
 

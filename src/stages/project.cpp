@@ -4,7 +4,7 @@
 #include <limits>
 #include <utility>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "looptrace/error.hpp"
-#include "window_clip.hpp"
+#include "looptrace/support/error.hpp"
+#include "compile/window_clip.hpp"
 
 namespace looptrace {
 

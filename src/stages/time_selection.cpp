@@ -4,7 +4,7 @@
 #include <random>
 #include <unordered_set>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "../movement_boxes.hpp"
+#include "closed_form/movement_boxes.hpp"
 #include "looptrace/stages/filter.hpp"
 #include "looptrace/stages/transfers.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 
 namespace looptrace {
 

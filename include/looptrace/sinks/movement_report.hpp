@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "looptrace/movement.hpp"
+#include "looptrace/closed_form/movement.hpp"
 
 namespace looptrace {
 

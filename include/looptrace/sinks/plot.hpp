@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/leaf_iterations.hpp"
 #include "looptrace/stages/time_selection.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "looptrace/schedule.hpp"
-#include "looptrace/summary.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/closed_form/summary.hpp"
 
 namespace looptrace {
 

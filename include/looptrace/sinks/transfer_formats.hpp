@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/sinks/output.hpp"
 #include "looptrace/stages/issue_cycles.hpp"
 #include "looptrace/stages/transfers.hpp"

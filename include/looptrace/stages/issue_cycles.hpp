@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/transfer_request.hpp"
 

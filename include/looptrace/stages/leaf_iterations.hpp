@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "looptrace/access.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
-#include "looptrace/time_odometer.hpp"
+#include "looptrace/compile/time_odometer.hpp"
 
 namespace looptrace {
 

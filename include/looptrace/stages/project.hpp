@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/stages/leaf_iterations.hpp"
 #include "looptrace/stages/pipeline.hpp"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/time_selection.hpp"
 

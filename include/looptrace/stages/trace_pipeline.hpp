@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/dedup.hpp"
 #include "looptrace/stages/filter.hpp"
 #include "looptrace/stages/leaf_iterations.hpp"

@@ -1,6 +1,6 @@
 // The transfer trace of a level in closed form: the source that `transfer_pipeline`
 // uses unless told to enumerate. Each child window's fills and drains are boxes of the
-// tensor (src/movement_boxes.hpp), and a box's lines are written straight out in
+// tensor (src/closed_form/movement_boxes.hpp), and a box's lines are written straight out in
 // ascending order, row by row; the boxes of one timestep are merged (writes first,
 // then addresses ascending, then child and tensor, as the contract orders them). No
 // access is visited: the first request is out as soon as the schedule is compiled,
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "looptrace/options.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/transfer_request.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "looptrace/record.hpp"
-#include "looptrace/schedule.hpp"
+#include "looptrace/compile/schedule.hpp"
 
 namespace looptrace {
 

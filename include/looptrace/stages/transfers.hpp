@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "looptrace/error.hpp"
+#include "looptrace/support/error.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/transfer_boxes.hpp"

@@ -7,7 +7,7 @@
 
 #include <looptrace/sinks/summary_json.hpp>
 #include <looptrace/stream.hpp>
-#include <looptrace/summary.hpp>
+#include <looptrace/closed_form/summary.hpp>
 
 int main(int argc, char** argv) {
   const std::vector<std::string> files(argv + 1, argv + argc);

@@ -1,0 +1,825 @@
+#include "movement_boxes.hpp"
+
+#include <algorithm>
+#include <boost/container/small_vector.hpp>
+#include <limits>
+#include <stdexcept>
+
+#include "looptrace/support/error.hpp"
+#include "compile/tiling.hpp"
+#include "compile/window_clip.hpp"
+
+namespace looptrace::movement_boxes {
+
+namespace {
+
+using Wide = __int128;
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+
+// Which iterations of each temporal loop of a leaf a box of its iterations takes: digits
+// lo..hi (all of them: the loop is free).
+struct Digits {
+  std::int64_t lo, hi;
+  bool operator==(const Digits&) const = default;
+};
+using DigitBox = boost::container::small_vector<Digits, 8>;  // per leaf time level
+
+// A leaf's points over a box of its iterations: per rank variable, one range. For a
+// whole window (outer digits fixed, inner ones free), along the innermost outer loop
+// the next `run` windows (this one included) give the same ranges but for `moving`,
+// which advances by `step` per window (-1: none moves).
+struct LeafPoints {
+  boost::container::small_vector<Span, 8> range;
+  bool empty = false;
+  std::int64_t run = kForever;
+  int moving = -1;
+  std::int64_t step = 0;
+};
+
+// One leaf's accesses of the slot's tensor.
+struct Part {
+  std::size_t leaf;  // into the node's leaves
+  const LeafTensor* tensor;
+  bool write;
+  std::int64_t from, to;  // its timesteps in one iteration of the slot's shared loops, from the window's start
+};
+
+// A (node, tensor): its parts in time order, cut into phases (parts that run at once,
+// all reading or all writing; consecutive phases alternate).
+struct Slot {
+  std::vector<Part> parts;
+  std::vector<std::size_t> phase_end;  // per phase: one past its last part
+  std::vector<bool> phase_writes;
+  // Temporal loops inside the node that every part runs under (their time levels
+  // follow the node's): the phases repeat per iteration of them. When some are and
+  // the parts both read and write, fills are counted iteration by iteration.
+  std::size_t shared = 0;
+  bool interleaved() const { return shared > 0 && phase_end.size() > 1; }
+};
+
+std::int64_t checked_add(std::int64_t a, Wide b) {
+  const Wide s = Wide(a) + b;
+  if (s > std::numeric_limits<std::int64_t>::max())
+    throw SpecError("data movement counts exceed 2^63 - 1: select fewer timesteps (--from/--to) or tensors");
+  return std::int64_t(s);
+}
+std::int64_t narrowed(Wide v) { return checked_add(0, v); }
+
+// The ranges of `leaf`'s variables over the iterations `digits` gives (spatial loops
+// always take all theirs). A loop keeps the union of the sub-tiles it takes; when they
+// are several, the loops over the same variable inside it cover each (their counts
+// cover its largest tile) and change nothing, unless they take only some of theirs:
+// a strided set, not a range. When
+// `inner_level` >= 0, that loop's run is worked out (digits there are one).
+void leaf_points(const LeafSchedule& leaf, const DigitBox& digits, int inner_level, LeafPoints& w) {
+  const std::size_t n = leaf.variables.size();
+  w.range.resize(n);
+  for (std::size_t v = 0; v < n; ++v) w.range[v] = {0, leaf.extent[v]};
+  boost::container::small_vector<bool, 8> widened(n, false);
+  w.run = kForever, w.moving = -1, w.step = 0;
+  for (const LoopLevel& l : leaf.loops) {
+    if (l.variable < 0) continue;  // drives nothing here: windows along it are alike
+    const auto v = std::size_t(l.variable);
+    Span& r = w.range[v];
+    const Digits d = l.spatial ? Digits{0, l.count - 1} : digits[std::size_t(l.time_level)];
+    const bool all = d.lo == 0 && d.hi == l.count - 1;
+    if (r.empty()) continue;
+    const Span parent = r;
+    const Wide width = Wide(r.hi) - r.lo, first = tiling::sub_start<Wide>(l, d.lo);
+    if (all) {
+      if (widened[v]) continue;  // covered: the union stays
+      r.hi = std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, l.count - 1)));
+      widened[v] = l.count > 1 && tiling::sub_end<Wide>(l, 0) < width;  // it cut the range
+      continue;
+    }
+    if (widened[v])
+      throw NotClosed{"rank variable '" + leaf.variables[v] +
+                      "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
+    r = first >= width ? Span{r.hi, r.hi}
+                       : Span{r.lo + std::int64_t(first), std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, d.hi)))};
+    widened[v] = d.hi > d.lo;  // several sub-tiles: the loops inside cover them
+    if (l.time_level != inner_level) continue;
+    const std::int64_t j = d.lo;
+    if (r.empty()) {
+      w.run = l.count - j;  // every later tile is empty too
+    } else if (r.size() == l.tile_shape && (j >= 1 || l.initial_tile_shape == l.tile_shape)) {
+      const Wide full_until = tiling::first_not_full<Wide>(parent.size(), l);
+      w.run = std::int64_t(std::min<Wide>(l.count, full_until)) - j;  // whole strides: translates
+      w.moving = int(v), w.step = l.tile_shape;
+    } else {
+      w.run = 1;
+    }
+  }
+  w.empty = std::any_of(w.range.begin(), w.range.end(), [](const Span& s) { return s.empty(); });
+}
+
+// The image of a leaf's points in a tensor as a box; false when it is not one (a rank
+// whose sum of strided variables leaves gaps, a variable feeding two ranks).
+bool image_of(const LeafTensor& t, const LeafPoints& w, Box& box) {
+  const std::size_t ranks = t.constants.size();
+  box.resize(ranks);
+  boost::container::small_vector<bool, 8> used(w.range.size(), false);
+  boost::container::small_vector<std::pair<Wide, Wide>, 8> terms;  // |coefficient|, points - 1
+  for (std::size_t r = 0; r < ranks; ++r) {
+    Wide lo = t.constants[r], hi = t.constants[r];
+    terms.clear();
+    for (std::size_t v = 0; v < w.range.size(); ++v) {
+      const Wide c = t.coefficients[r][v];
+      if (c == 0) continue;
+      const Span& x = w.range[v];
+      if (x.size() == 1) {
+        lo += c * x.lo, hi += c * x.lo;
+        continue;
+      }
+      if (used[v]) return false;
+      used[v] = true;
+      if (c > 0) lo += c * x.lo, hi += c * (x.hi - 1);
+      else lo += c * (x.hi - 1), hi += c * x.lo;
+      terms.push_back({c > 0 ? c : -c, x.size() - 1});
+    }
+    std::sort(terms.begin(), terms.end());
+    Wide reach = 0;  // the sum of the terms so far covers [0, reach] without a gap
+    for (const auto& [c, n] : terms) {
+      if (c > reach + 1) return false;
+      reach += c * n;
+    }
+    box[r] = {std::int64_t(lo), std::int64_t(hi) + 1};
+  }
+  return true;
+}
+
+Wide box_size(const Box& b) {
+  Wide n = 1;
+  for (const Span& s : b) n *= s.size();
+  return n;
+}
+
+bool contains(const Box& outer, const Box& inner) {
+  for (std::size_t r = 0; r < outer.size(); ++r)
+    if (inner[r].lo < outer[r].lo || inner[r].hi > outer[r].hi) return false;
+  return true;
+}
+
+// The volume of a union of non-empty boxes, slab by slab along one rank at a time.
+Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
+  if (boxes.empty()) return 0;
+  if (boxes.size() == 1) {
+    Wide n = 1;
+    for (std::size_t r = rank; r < boxes[0]->size(); ++r) n *= (*boxes[0])[r].size();
+    return n;
+  }
+  if (rank == boxes[0]->size()) return 1;
+  std::vector<std::int64_t> cuts;
+  for (const Box* b : boxes) cuts.push_back((*b)[rank].lo), cuts.push_back((*b)[rank].hi);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  Wide total = 0;
+  std::vector<const Box*> across;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    across.clear();
+    for (const Box* b : boxes)
+      if ((*b)[rank].lo <= cuts[i] && (*b)[rank].hi >= cuts[i + 1]) across.push_back(b);
+    total += Wide(cuts[i + 1] - cuts[i]) * union_from(across, rank + 1);
+  }
+  return total;
+}
+
+// The number of elements in a union of non-empty boxes (those inside another dropped).
+Wide union_size(const std::vector<const Box*>& boxes) {
+  if (boxes.size() == 1) return box_size(*boxes[0]);
+  std::vector<const Box*> kept;
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    bool inside = false;
+    for (std::size_t k = 0; k < boxes.size() && !inside; ++k)
+      inside = k != i && contains(*boxes[k], *boxes[i]) && (!contains(*boxes[i], *boxes[k]) || k < i);
+    if (!inside) kept.push_back(boxes[i]);
+  }
+  if (kept.size() > 64) throw NotClosed{"more than 64 distinct tiles of one tensor in one window"};
+  return union_from(kept, 0);
+}
+
+// The parts of one slot, in phases; throws NotClosed when readers and writers of the
+// tensor run at once (which element comes first then depends on the timestep).
+Slot slot_of(std::vector<Part> parts, const std::string& tensor) {
+  std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.from < b.from; });
+  Slot s;
+  s.parts = std::move(parts);
+  std::int64_t phase_to = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t i = 0; i < s.parts.size(); ++i) {
+    const Part& p = s.parts[i];
+    if (!s.phase_end.empty() && p.from < phase_to) {  // runs with the phase
+      if (p.write != s.phase_writes.back())
+        throw NotClosed{"leaves that read and write tensor '" + tensor + "' run at the same time"};
+      phase_to = std::max(phase_to, p.to);
+    } else if (!s.phase_end.empty() && p.write == s.phase_writes.back()) {
+      phase_to = std::max(phase_to, p.to);  // the same direction as the phase before: one phase
+    } else {
+      s.phase_end.push_back(i);
+      s.phase_writes.push_back(p.write);
+      phase_to = p.to;
+    }
+    s.phase_end.back() = i + 1;
+  }
+  return s;
+}
+
+// The window's tally of one slot from its parts' boxes (per part, the boxes it touches).
+WindowTally tally_of(const Slot& slot, const std::vector<std::vector<Box>>& boxes) {
+  std::vector<const Box*> seen, writes;
+  Wide fills = 0, before = 0;
+  std::size_t p = 0;
+  for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+    for (; p < slot.phase_end[phase]; ++p)
+      for (const Box& b : boxes[p]) {
+        seen.push_back(&b);
+        if (slot.parts[p].write) writes.push_back(&b);
+      }
+    const Wide upto = seen.empty() ? 0 : union_size(seen);
+    if (!slot.phase_writes[phase]) fills += upto - before;  // new to the window, read first
+    before = upto;
+  }
+  return {narrowed(before), narrowed(fills), writes.empty() ? 0 : narrowed(union_size(writes))};
+}
+
+// Digit boxes whose union is the lexicographic range [a, b] of digit vectors (a <= b),
+// each with some leading digits fixed, one in a range and the rest free.
+void split_range(const DigitBox& a, const DigitBox& b, const std::vector<TimeLevel>& levels,
+                 std::vector<DigitBox>& out) {
+  const std::size_t n = a.size();
+  std::size_t k = 0;
+  while (k < n && a[k].lo == b[k].lo) ++k;
+  DigitBox box(n);
+  // Levels before `fixed` as in `from`, level `fixed` in lo..hi (none if lo < 0), the
+  // rest free.
+  auto emit = [&](std::size_t fixed, const DigitBox& from, std::int64_t lo, std::int64_t hi) {
+    for (std::size_t l = 0; l < n; ++l)
+      box[l] = l < fixed ? from[l] : Digits{0, levels[l].count - 1};
+    if (lo >= 0) box[fixed] = {lo, hi};
+    out.push_back(box);
+  };
+  if (k == n) {
+    emit(n, a, -1, 0);
+    return;
+  }
+  // From a to the end of a's digit k: the levels after k at or above a's.
+  std::size_t z = n;
+  while (z > k + 1 && a[z - 1].lo == 0) --z;
+  emit(z, a, -1, 0);  // a's digits up to z, then anything (all zeros after: from a on)
+  for (std::size_t m = z; m-- > k + 1;)
+    if (a[m].lo + 1 <= levels[m].count - 1) emit(m, a, a[m].lo + 1, levels[m].count - 1);
+  if (a[k].lo + 1 <= b[k].lo - 1) emit(k, a, a[k].lo + 1, b[k].lo - 1);
+  // From the start of b's digit k to b.
+  z = n;
+  while (z > k + 1 && b[z - 1].lo == levels[z - 1].count - 1) --z;
+  emit(z, b, -1, 0);
+  for (std::size_t m = z; m-- > k + 1;)
+    if (b[m].lo >= 1) emit(m, b, 0, b[m].lo - 1);
+}
+
+// The boxes of a leaf's iterations at timesteps [clip.from, clip.to) (none if it has none).
+std::vector<DigitBox> iterations_in(const LeafSchedule& leaf, const TimeRange& clip) {
+  std::vector<DigitBox> out;
+  TimeOdometer o = leaf.odometer();
+  o.seek(clip.from);
+  if (o.done() || o.time() >= clip.to) return out;
+  const std::size_t n = leaf.time_levels.size();
+  DigitBox first(n), last(n);
+  for (std::size_t l = 0; l < n; ++l) first[l] = {o.digit(l), o.digit(l)};
+  o.seek(clip.to);
+  if (o.done()) {
+    for (std::size_t l = 0; l < n; ++l) last[l] = {leaf.time_levels[l].count - 1, leaf.time_levels[l].count - 1};
+  } else {  // the iteration just before the first at or after clip.to
+    for (std::size_t l = 0; l < n; ++l) last[l] = {o.digit(l), o.digit(l)};
+    std::size_t l = n;
+    while (l > 0 && last[l - 1].lo == 0) --l;
+    last[l - 1].lo -= 1;  // (l > 0: some iteration lies before clip.to)
+    for (std::size_t m = l; m < n; ++m) last[m].lo = leaf.time_levels[m].count - 1;
+    for (auto& d : last) d.hi = d.lo;
+  }
+  split_range(first, last, leaf.time_levels, out);
+  return out;
+}
+
+// The leaves below a node that access `tensors` (of `einsums`), and each tensor's slot.
+struct NodeParts {
+  std::vector<const LeafSchedule*> leaves;
+  std::vector<Slot> slots;  // per tensor asked for
+};
+
+NodeParts parts_below(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                      const std::vector<std::string>& einsums) {
+  const StorageWindows& node = sched.storages[storage];
+  const std::size_t outer = node.time_levels.size();
+  NodeParts out;
+  std::vector<std::vector<Part>> parts(tensors.size());
+  const std::int64_t node_first = node.starts().first_time();
+  for (const LeafSchedule& leaf : sched.leaves) {
+    if (std::find(leaf.storages.begin(), leaf.storages.end(), int(storage)) == leaf.storages.end()) continue;
+    if (!einsums.empty() && std::find(einsums.begin(), einsums.end(), leaf.einsum) == einsums.end()) continue;
+    bool used = false;
+    for (const LeafTensor& lt : leaf.tensors)
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        if (std::uint32_t(lt.tensor) == tensors[k]) {
+          parts[k].push_back({out.leaves.size(), &lt, sched.traces[std::size_t(lt.trace)].is_output, 0, 0});
+          used = true;
+        }
+    if (used) out.leaves.push_back(&leaf);
+  }
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    // The loops inside the node over every part, then each part's span in one
+    // iteration of them (its order among the others').
+    std::size_t shared = std::numeric_limits<std::size_t>::max();
+    const auto& first = parts[k].empty() ? std::vector<std::uint32_t>{} : out.leaves[parts[k][0].leaf]->loop_ids;
+    for (const Part& p : parts[k]) {
+      const auto& ids = out.leaves[p.leaf]->loop_ids;
+      std::size_t n = 0;
+      while (outer + n < ids.size() && outer + n < first.size() && ids[outer + n] == first[outer + n]) ++n;
+      shared = std::min(shared, n);
+    }
+    if (parts[k].empty()) shared = 0;
+    for (Part& p : parts[k]) {
+      const LeafSchedule& leaf = *out.leaves[p.leaf];
+      std::int64_t length = 1;
+      for (std::size_t l = outer + shared; l < leaf.time_levels.size(); ++l)
+        length += (leaf.time_levels[l].count - 1) * leaf.time_levels[l].period;
+      p.from = leaf.odometer().first_time() - node_first;
+      p.to = p.from + length;
+    }
+    out.slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+    out.slots.back().shared = shared;
+  }
+  return out;
+}
+
+void box_of(const Schedule& sched, const NodeParts& node, const Part& part, const LeafPoints& w, Box& b) {
+  if (!image_of(*part.tensor, w, b))
+    throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name + "' in Einsum '" +
+                    node.leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
+}
+
+// The fills of an interleaved slot over one whole window (outer digits from
+// `starts`): iteration q of the shared loops adds the elements its reading phases
+// touch that neither an earlier iteration nor an earlier phase of q touched. What
+// earlier iterations touched is the union of boxes over a prefix of q's digits.
+Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot& slot, std::size_t outer,
+                       const TimeOdometer& starts, std::int64_t& budget) {
+  const LeafSchedule& some = *node.leaves[slot.parts.front().leaf];
+  const std::vector<TimeLevel> shared(some.time_levels.begin() + std::ptrdiff_t(outer),
+                                      some.time_levels.begin() + std::ptrdiff_t(outer + slot.shared));
+  DigitBox q(shared.size(), Digits{0, 0}), zero = q;
+  std::vector<DigitBox> earlier;
+  std::vector<Box> boxes;
+  boxes.reserve(slot.parts.size() * (2 * shared.size() + 2));
+  Wide fills = 0;
+  // The box of part p's iterations with the shared digits in `d`, the outer ones fixed, the rest free.
+  auto add = [&](const Part& p, const DigitBox& d) {
+    const LeafSchedule& leaf = *node.leaves[p.leaf];
+    DigitBox digits(leaf.time_levels.size());
+    for (std::size_t l = 0; l < digits.size(); ++l)
+      digits[l] = l < outer                    ? Digits{starts.digit(l), starts.digit(l)}
+                  : l < outer + shared.size() ? d[l - outer]
+                                               : Digits{0, leaf.time_levels[l].count - 1};
+    LeafPoints w;
+    leaf_points(leaf, digits, -1, w);
+    if (!w.empty) box_of(sched, node, p, w, boxes.emplace_back());
+  };
+  for (;;) {
+    if (--budget < 0) throw NotClosed{"the loops shared by a writer and a reader run more than 2^20 iterations"};
+    boxes.clear();
+    earlier.clear();
+    if (q != zero) {  // every iteration before q
+      DigitBox last = q;
+      std::size_t l = last.size();
+      while (last[l - 1].lo == 0) --l;
+      last[l - 1].lo -= 1;
+      for (std::size_t m = l; m < last.size(); ++m) last[m].lo = shared[m].count - 1;
+      for (auto& d : last) d.hi = d.lo;
+      split_range(zero, last, shared, earlier);
+    }
+    for (const Part& p : slot.parts)
+      for (const DigitBox& d : earlier) add(p, d);
+    const std::size_t seen = boxes.size();
+    auto size_of = [&](std::size_t n) -> Wide {
+      std::vector<const Box*> u;
+      for (std::size_t i = 0; i < n; ++i) u.push_back(&boxes[i]);
+      return u.empty() ? 0 : union_size(u);
+    };
+    Wide before = size_of(seen);
+    std::size_t p = 0;
+    for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+      for (; p < slot.phase_end[phase]; ++p) add(slot.parts[p], q);
+      const Wide upto = size_of(boxes.size());
+      if (!slot.phase_writes[phase]) fills += upto - before;
+      before = upto;
+    }
+    std::size_t l = q.size();  // the next iteration
+    while (l > 0 && q[l - 1].lo + 1 >= shared[l - 1].count) q[l - 1] = {0, 0}, --l;
+    if (l == 0) return fills;
+    q[l - 1].lo += 1, q[l - 1].hi += 1;
+  }
+}
+
+
+// The iterations of each leaf in a whole window (outer digits from `starts`, inner
+// ones free), with runs along the node's innermost level `inner`.
+void whole_window(const NodeParts& node, std::size_t outer, int inner, const TimeOdometer& starts,
+                  std::vector<LeafPoints>& at) {
+  DigitBox digits;
+  at.resize(node.leaves.size());
+  for (std::size_t i = 0; i < node.leaves.size(); ++i) {
+    const LeafSchedule& leaf = *node.leaves[i];
+    digits.resize(leaf.time_levels.size());
+    for (std::size_t l = 0; l < digits.size(); ++l)
+      digits[l] = l < outer ? Digits{starts.digit(l), starts.digit(l)} : Digits{0, leaf.time_levels[l].count - 1};
+    leaf_points(leaf, digits, inner, at[i]);
+  }
+}
+
+// Per part of a slot, the boxes it touches in the piece `clip` of a window.
+void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& slot,
+                      const std::vector<std::vector<DigitBox>>& pieces, std::vector<std::vector<Box>>& boxes) {
+  boxes.assign(slot.parts.size(), {});
+  for (std::size_t p = 0; p < slot.parts.size(); ++p) {
+    const Part& part = slot.parts[p];
+    for (const DigitBox& d : pieces[part.leaf]) {
+      LeafPoints w;
+      leaf_points(*node.leaves[part.leaf], d, -1, w);
+      if (w.empty) continue;
+      box_of(sched, node, part, w, boxes[p].emplace_back());
+    }
+  }
+}
+
+// One node's windows in closed form: the windows seen by the traced window in time
+// order, a run of alike whole windows at a time.
+class NodeCounter {
+ public:
+  NodeCounter(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+              const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+              const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
+              const std::vector<bool>& partial_sums)
+      : sched_(sched), node_(sched.storages[storage]), tensors_(tensors), bytes_(bytes_per_value), window_(window),
+        held_(held), max_held_(max_held), partial_sums_(partial_sums),
+        parts_(parts_below(sched, storage, tensors, einsums)), tally_(tensors.size()) {
+    out_.slots.assign(tensors.size(), {});
+    out_.peak = out_.peak_bytes = {0, -1};
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k)
+      if (read_back(k))
+        for (const Part& p : parts_.slots[k].parts)
+          if (!p.write)
+            throw NotClosed{"partial sums of tensor '" + sched.tensors[tensors[k]].name +
+                            "', which is also read below the node"};
+  }
+
+  NodeTotals run() {
+    if (!window_clip::any(node_.duration, window_)) return out_;
+    TimeOdometer starts = node_.starts();
+    window_clip::seek_first(starts, node_.duration, window_);
+    while (window_clip::seen(starts, window_)) {
+      const std::int64_t start = starts.time(), end = start + node_.duration;
+      if (start < window_.from || end > window_.to) {  // cut by the traced window: its pieces
+        const TimeRange clip = window_clip::clipped(start, node_.duration, window_);
+        cut_window(clip);
+        record(clip.from, clip.to, 1);
+        starts.advance();
+        continue;
+      }
+      const std::int64_t run = whole_windows(starts, end);
+      record(start, end, run);
+      if (node_.time_levels.empty()) break;
+      if (inner_ + 1 == int(node_.time_levels.size())) starts.advance_innermost(run);
+      else for (std::int64_t i = 0; i < run; ++i) starts.advance();  // the levels inside count 1
+    }
+    add_partial_sums();
+    return out_;
+  }
+
+ private:
+  bool read_back(std::size_t k) const { return !partial_sums_.empty() && partial_sums_[k]; }
+
+  // A window cut to `clip`: each slot's boxes over the iterations in it.
+  void cut_window(const TimeRange& clip) {
+    std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
+    for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], clip);
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      if (parts_.slots[k].interleaved())
+        throw NotClosed{"a window cut by the selection interleaves a writer and a reader of tensor '" +
+                        sched_.tensors[tensors_[k]].name + "'"};
+      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, boxes_);
+      tally_[k] = tally_of(parts_.slots[k], boxes_);
+    }
+  }
+
+  // The whole window at `starts` and how many after it along the innermost outer loop
+  // move the same (every box translating alike, none past the traced window).
+  std::int64_t whole_windows(const TimeOdometer& starts, std::int64_t end) {
+    const std::size_t outer = node_.time_levels.size();
+    const int inner = inner_;
+    whole_window(parts_, outer, inner, starts, at_);
+    std::int64_t run = 1;
+    if (inner >= 0) {
+      const TimeLevel& along = node_.time_levels[std::size_t(inner)];
+      run = std::min(along.count - starts.digit(std::size_t(inner)), (window_.to - end) / along.period + 1);
+    }
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      const Slot& slot = parts_.slots[k];
+      boxes_.assign(slot.parts.size(), {});
+      Box first_delta;    // how the first non-empty box translates along the run
+      bool alike = true;  // every non-empty box translates by the same vector
+      std::size_t non_empty = 0;
+      for (std::size_t p = 0; p < slot.parts.size(); ++p) {
+        const Part& part = slot.parts[p];
+        const LeafPoints& w = at_[part.leaf];
+        run = std::min(run, w.run);
+        if (w.empty) continue;
+        box_of(sched_, parts_, part, w, boxes_[p].emplace_back());
+        Box delta(boxes_[p].front().size());  // rank r moves by coefficient x step
+        for (std::size_t r = 0; r < delta.size(); ++r)
+          delta[r].lo = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
+        if (++non_empty == 1) first_delta = delta;
+        else alike = alike && delta == first_delta;
+      }
+      if (!alike) run = 1;
+      tally_[k] = tally_of(slot, boxes_);
+      if (slot.interleaved())
+        tally_[k].fills = narrowed(interleaved_fills(sched_, parts_, slot, outer, starts, budget_));
+    }
+    return std::max<std::int64_t>(run, 1);
+  }
+
+  // Adds `run` windows of the current tallies, the first at [start, end).
+  void record(std::int64_t start, std::int64_t end, std::int64_t run) {
+    Wide sum = 0, sum_bytes = 0;
+    for (std::size_t k = 0; k < tally_.size(); ++k) {
+      SlotTotals& t = out_.slots[k];
+      t.windows = checked_add(t.windows, run);
+      t.fills = checked_add(t.fills, Wide(tally_[k].fills) * run);
+      t.drains = checked_add(t.drains, Wide(tally_[k].drains) * run);
+      t.max_tile = std::max(t.max_tile, tally_[k].tile);
+      sum += tally_[k].tile;
+      sum_bytes += Wide(tally_[k].tile) * bytes_[k];
+    }
+    const std::int64_t s = narrowed(sum), sb = narrowed(sum_bytes);
+    if (out_.peak.timestep < 0 || s > out_.peak.value) out_.peak = {s, start};
+    if (out_.peak_bytes.timestep < 0 || sb > out_.peak_bytes.value) out_.peak_bytes = {sb, start};
+    if (!held_) return;
+    const std::int64_t period = inner_ < 0 ? node_.duration : node_.time_levels[std::size_t(inner_)].period;
+    if (run == 1 || node_.duration == period) {  // back to back: one stretch
+      hold(start, end + (run - 1) * period, s, sb);
+      return;
+    }
+    for (std::int64_t i = 0; i < run; ++i) hold(start + i * period, end + i * period, s, sb);
+  }
+  void hold(std::int64_t from, std::int64_t to, std::int64_t elements, std::int64_t bytes) {
+    if (held_->size() >= max_held_)
+      throw NotClosed{"Storage nodes of the level hold tiles at the same time, in more than " +
+                      std::to_string(max_held_) + " stretches"};
+    held_->push_back({from, to, elements, bytes});
+  }
+
+  // Read back with --partial-sums: what a window writes first that an earlier window
+  // drained. For a tensor only written below the node that is every window's writes
+  // but each element's first: the drains less the union over the traced time.
+  void add_partial_sums() {
+    for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
+      if (!read_back(k)) continue;
+      std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
+      for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], window_);
+      std::vector<std::vector<Box>> all;
+      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, all);
+      std::vector<const Box*> u;
+      for (const auto& b : all)
+        for (const Box& x : b) u.push_back(&x);
+      out_.slots[k].fills = checked_add(out_.slots[k].fills, Wide(out_.slots[k].drains) - (u.empty() ? 0 : union_size(u)));
+    }
+  }
+
+  const Schedule& sched_;
+  const StorageWindows& node_;
+  const std::vector<std::uint32_t>& tensors_;
+  const std::vector<std::int64_t>& bytes_;
+  const TimeRange window_;
+  std::vector<HeldSpan>* held_;
+  const std::size_t max_held_;
+  const std::vector<bool>& partial_sums_;
+  const NodeParts parts_;
+  NodeTotals out_;
+  std::vector<LeafPoints> at_;
+  std::vector<std::vector<Box>> boxes_;
+  std::vector<WindowTally> tally_;
+  std::int64_t budget_ = std::int64_t(1) << 20;  // iterations of interleaved fills
+  // Runs go along the innermost outer loop with more than one iteration (a loop of one
+  // inside it would cut every run to one window); -1: none.
+  const int inner_ = [this] {
+    int l = int(node_.time_levels.size()) - 1;
+    while (l >= 0 && node_.time_levels[std::size_t(l)].count <= 1) --l;
+    return l;
+  }();
+};
+
+}  // namespace
+
+bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& o, std::int64_t t, LeafRanges& ranges) {
+  o.seek(t);
+  if (o.done() || o.time() != t) return false;
+  DigitBox digits(leaf.time_levels.size());
+  for (std::size_t l = 0; l < digits.size(); ++l) digits[l] = {o.digit(l), o.digit(l)};
+  LeafPoints w;
+  leaf_points(leaf, digits, -1, w);
+  if (w.empty) return false;
+  ranges.assign(w.range.begin(), w.range.end());
+  return true;
+}
+
+bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch& out) {
+  out.boxes.clear();
+  const std::vector<DigitBox> boxes = iterations_in(leaf, clip);
+  if (boxes.empty()) return false;
+  auto time_of = [&](const DigitBox& d) {  // of the box's first iteration
+    return time_at(leaf.time_base, leaf.time_levels, [&](std::size_t l) { return d[l].lo; });
+  };
+  out.first = std::numeric_limits<std::int64_t>::max(), out.last = std::numeric_limits<std::int64_t>::min();
+  LeafPoints w;
+  for (const DigitBox& d : boxes) {
+    leaf_points(leaf, d, -1, w);
+    if (w.empty) continue;
+    out.boxes.emplace_back(w.range.begin(), w.range.end());
+    // Per level, the digits whose iterations touch something are a prefix of the box's
+    // (a later sub-tile starts later: past its parent's end the tiles are empty). The
+    // first iteration of a box that touches anything is its first; its last one is
+    // found level by level, outermost first, by bisection.
+    out.first = std::min(out.first, time_of(d));
+    DigitBox last = d;
+    for (std::size_t l = 0; l < last.size(); ++l) {
+      std::int64_t lo = last[l].lo, hi = last[l].hi;
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        last[l] = {mid, mid};
+        leaf_points(leaf, last, -1, w);
+        if (w.empty) hi = mid - 1;
+        else lo = mid;
+      }
+      last[l] = {lo, lo};
+    }
+    out.last = std::max(out.last, time_of(last));
+  }
+  return !out.boxes.empty();
+}
+
+bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box) {
+  LeafPoints w;
+  w.range.assign(ranges.begin(), ranges.end());
+  return image_of(t, w, box);
+}
+
+NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
+                            const std::vector<bool>& partial_sums) {
+  return NodeCounter(sched, storage, tensors, einsums, bytes_per_value, window, held, max_held, partial_sums).run();
+}
+
+struct SlotWindows::Impl {
+  const Schedule* sched;
+  const StorageWindows* node;
+  NodeParts parts;
+  TimeRange clip;
+  TimeOdometer starts;
+  bool done = false;
+  TimeRange window;
+  std::vector<Box> fills, drains;
+  std::vector<LeafPoints> at;
+  std::vector<std::vector<Box>> boxes;
+
+  void load() {
+    done = !window_clip::seen(starts, clip);
+    if (done) return;
+    const std::int64_t start = starts.time();
+    window = window_clip::clipped(start, node->duration, clip);
+    const Slot& slot = parts.slots.front();
+    if (window.from == start && window.to == start + node->duration) {
+      whole_window(parts, node->time_levels.size(), -1, starts, at);
+      boxes.assign(slot.parts.size(), {});
+      for (std::size_t p = 0; p < slot.parts.size(); ++p)
+        if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p].emplace_back());
+    } else {
+      std::vector<std::vector<DigitBox>> iterations(parts.leaves.size());
+      for (std::size_t i = 0; i < parts.leaves.size(); ++i) iterations[i] = iterations_in(*parts.leaves[i], window);
+      cut_window_boxes(*sched, parts, slot, iterations, boxes);
+    }
+    // Fills: what each reading phase touches less what any earlier phase touched.
+    fills.clear(), drains.clear(), earlier.clear();
+    std::size_t p = 0;
+    for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
+      const std::size_t first = p;
+      for (; p < slot.phase_end[phase]; ++p)
+        for (const Box& b : boxes[p]) {
+          if (slot.parts[p].write) {
+            drains.push_back(b);
+          } else {
+            pieces.assign(1, b);
+            for (const Box& e : earlier) subtract(e);
+            fills.insert(fills.end(), pieces.begin(), pieces.end());
+          }
+        }
+      for (std::size_t q = first; q < p; ++q) earlier.insert(earlier.end(), boxes[q].begin(), boxes[q].end());
+    }
+  }
+  std::vector<Box> earlier, pieces, cut;
+  // pieces -= e: each piece less the box e, as at most two boxes per rank.
+  void subtract(const Box& e) {
+    cut.clear();
+    for (Box rest : pieces) {
+      bool overlap = true;
+      for (std::size_t r = 0; r < rest.size() && overlap; ++r)
+        overlap = rest[r].lo < e[r].hi && e[r].lo < rest[r].hi;
+      if (!overlap) {
+        cut.push_back(rest);
+        continue;
+      }
+      for (std::size_t r = 0; r < rest.size(); ++r) {
+        if (rest[r].lo < e[r].lo) {
+          cut.push_back(rest), cut.back()[r].hi = e[r].lo;
+          rest[r].lo = e[r].lo;
+        }
+        if (rest[r].hi > e[r].hi) {
+          cut.push_back(rest), cut.back()[r].lo = e[r].hi;
+          rest[r].hi = e[r].hi;
+        }
+      }  // what is left of rest lies inside e: gone
+    }
+    if (cut.size() > (std::size_t(1) << 16))
+      throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
+                               "--method enumerate gives the trace");
+    pieces.swap(cut);
+  }
+};
+
+SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint32_t tensor,
+                         const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.sched = &sched;
+  m.node = &sched.storages[storage];
+  m.parts = parts_below(sched, storage, {tensor}, einsums);
+  // Phases one after the other: a reader's fills are its boxes less the earlier
+  // phases'. Interleaved under shared loops, they would be per iteration: not here.
+  if (m.parts.slots.front().interleaved())
+    throw NotClosed{"a writer and a reader of tensor '" + sched.tensors[tensor].name +
+                    "' interleave under loops inside the node"};
+  // Transfers stream: a window found not to be a box half-way would be too late to
+  // enumerate instead, so what could fail in some window is refused here.
+  for (const Part& part : m.parts.slots.front().parts) {
+    const LeafSchedule& leaf = *m.parts.leaves[part.leaf];
+    std::vector<int> ranks_of(leaf.variables.size(), 0);
+    for (std::size_t r = 0; r < part.tensor->coefficients.size(); ++r) {
+      int terms = 0;
+      bool unit = true;
+      for (std::size_t v = 0; v < leaf.variables.size(); ++v)
+        if (const std::int64_t c = part.tensor->coefficients[r][v]; c != 0) {
+          ++terms, ++ranks_of[v];
+          unit = unit && (c == 1 || c == -1);
+        }
+      if (!unit)
+        throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read with a strided index in Einsum '" +
+                        leaf.einsum + "'"};
+    }
+    for (std::size_t v = 0; v < ranks_of.size(); ++v)
+      if (ranks_of[v] > 1)
+        throw NotClosed{"rank variable '" + leaf.variables[v] + "' indexes two ranks of tensor '" +
+                        sched.tensors[tensor].name + "' in Einsum '" + leaf.einsum + "'"};
+    std::vector<bool> split(leaf.variables.size(), false);
+    for (const LoopLevel& l : leaf.loops) {
+      if (l.variable < 0) continue;
+      if (l.spatial && l.count > 1) split[std::size_t(l.variable)] = true;
+      else if (!l.spatial && split[std::size_t(l.variable)])
+        throw NotClosed{"a !Spatial loop over '" + leaf.variables[std::size_t(l.variable)] +
+                        "' is tiled again by a !Temporal loop inside it"};
+    }
+  }
+  m.clip = clip;
+  m.starts = m.node->starts();
+  if (!window_clip::any(m.node->duration, clip)) {
+    m.done = true;
+    return;
+  }
+  // The first window that ends at or after `from` (its drains are at its end).
+  m.starts.seek(std::max(clip.from, from) - m.node->duration);
+  m.load();
+}
+
+SlotWindows::SlotWindows(SlotWindows&&) noexcept = default;
+SlotWindows& SlotWindows::operator=(SlotWindows&&) noexcept = default;
+SlotWindows::~SlotWindows() = default;
+
+bool SlotWindows::done() const { return impl_->done; }
+const TimeRange& SlotWindows::window() const { return impl_->window; }
+const std::vector<Box>& SlotWindows::fills() const { return impl_->fills; }
+const std::vector<Box>& SlotWindows::drains() const { return impl_->drains; }
+void SlotWindows::next() {
+  impl_->starts.advance();
+  impl_->load();
+}
+
+}  // namespace looptrace::movement_boxes

@@ -1,0 +1,122 @@
+// Data movement in closed form (SEMANTICS "Data movement"), without visiting accesses.
+// A window of Storage node S fixes the digits of the temporal loops above S; each leaf
+// below S then runs every iteration of the loops inside S, so the points it touches in
+// the window are a box (per rank variable, the tile the outer digits give, widened to
+// the union of its inner sub-tiles), and their image in a tensor is a box too when each
+// rank's projection of its variables has no gaps. A window's tile is the union of its
+// leaves' boxes, counted by inclusion-exclusion; its fills are the elements of reading
+// leaves not touched by an earlier leaf; its drains the union of the writers' boxes.
+// Windows are an odometer over the outer loops: along the innermost one, full-stride
+// tiles translate every box alike, so a run of them moves the same amounts and is
+// counted once. A window cut by the traced window (at most two per node) is the union
+// of a few boxes of iterations (some digits fixed, one in a range, the rest free).
+// Internal (not installed).
+#pragma once
+
+#include <boost/container/small_vector.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "looptrace/closed_form/movement.hpp"
+#include "looptrace/options.hpp"
+#include "looptrace/record.hpp"
+#include "looptrace/compile/schedule.hpp"
+
+namespace looptrace::movement_boxes {
+
+// A node whose tiles are not unions of boxes in time order (a strided image, a spatial
+// split of a variable that a later outer loop tiles again, readers and writers of one
+// tensor running at once): the caller enumerates it.
+struct NotClosed {
+  std::string reason;
+};
+
+// A half-open range of coordinates, and a box of a tensor's elements (one per rank).
+struct Span {
+  std::int64_t lo = 0, hi = 0;
+  bool empty() const { return hi <= lo; }
+  std::int64_t size() const { return hi > lo ? hi - lo : 0; }
+  bool operator==(const Span&) const = default;
+};
+using Box = boost::container::small_vector<Span, 6>;
+
+// One window: its tile, fills and drains.
+struct WindowTally {
+  std::int64_t tile = 0, fills = 0, drains = 0;
+};
+
+// What one (node, tensor) moved over the seen windows.
+struct SlotTotals {
+  std::int64_t windows = 0, max_tile = 0, fills = 0, drains = 0;
+};
+
+// A stretch of time over which a node holds tiles of one total size (a window, or a
+// run of back-to-back windows of equal tiles).
+struct HeldSpan {
+  std::int64_t from, to, elements, bytes;
+};
+
+struct NodeTotals {
+  std::vector<SlotTotals> slots;  // one per tensor asked for, in that order
+  FootprintPeak peak, peak_bytes;  // the largest sum of the node's tiles over one window
+};
+
+// The movement of `storage`'s windows seen by `window`, for `tensors` (Schedule::tensors
+// indices the node holds and the selection traces), counting only the leaves of
+// `einsums` (all if empty). `bytes_per_value` per tensor (0: none; the byte peak is
+// then meaningless). With `held`, also what it holds when (for a level whose nodes
+// hold tiles at once), at most `max_held` entries. `partial_sums[k]`: tensor k's
+// elements written first in a window but drained by an earlier one are read back
+// (filled) too. Throws NotClosed, or SpecError past 2^63 - 1.
+NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
+                            const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
+                            const TimeRange& window, std::vector<HeldSpan>* held = nullptr,
+                            std::size_t max_held = 0, const std::vector<bool>& partial_sums = {});
+
+// A leaf's points at one timestep, per rank variable one range (its temporal digits
+// fixed, its spatial loops whole); false when the leaf does not run at `t`. `odometer`
+// is the leaf's (leaf.odometer(), made once and sought here). Throws NotClosed when
+// they are not ranges (a strided tile).
+using LeafRanges = boost::container::small_vector<Span, 8>;
+bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& odometer, std::int64_t t, LeafRanges& ranges);
+
+// A leaf's points over its iterations in `clip`: one set of ranges per box of
+// iterations (the union is the set), and the first and last timestep it runs there;
+// false when it does not run there. Throws NotClosed as leaf_points_at.
+struct LeafStretch {
+  std::vector<LeafRanges> boxes;
+  std::int64_t first = 0, last = 0;
+};
+bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch& out);
+
+// The elements of tensor access `t` that those points touch, as a box; false when they
+// are not one (a strided image).
+bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);
+
+// The windows of one (Storage node, tensor) in time order, each with the elements it
+// fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
+// the set), for transfer traces. Windows are clipped to `clip`; `from` skips the
+// windows that end before it. Throws NotClosed where a set is not a union of boxes
+// (a tile that is not a box, a writer and a reader interleaved under shared loops).
+class SlotWindows {
+ public:
+  SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
+              const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from);
+  SlotWindows(SlotWindows&&) noexcept;
+  SlotWindows& operator=(SlotWindows&&) noexcept;
+  ~SlotWindows();
+
+  bool done() const;
+  const TimeRange& window() const;  // the current window, clipped
+  const std::vector<Box>& fills() const;
+  const std::vector<Box>& drains() const;
+  void next();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace looptrace::movement_boxes
