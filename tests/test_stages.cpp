@@ -114,13 +114,15 @@ TEST_CASE("stages: range-v3 views take, chunk and filter a pipeline") {
   const Schedule s = th::compile_text(th::kConv1d);
   const auto all = th::collect(s);
   REQUIRE(all.size() == 72);
-  // An rvalue pipeline is a view: range-v3 takes it by value.
+  // A named pipeline is referenced by the view (not a view itself: never copied).
   std::vector<th::Row> first;
-  for (const AccessRecord& r : trace_pipeline(s, {}) | ranges::views::take(5))
+  auto named = trace_pipeline(s, {});
+  for (const AccessRecord& r : named | ranges::views::take(5))
     first.emplace_back(r.timestep, r.trace, r.element);
   CHECK(first == std::vector<th::Row>(all.begin(), all.begin() + 5));
-  static_assert(ranges::view_<TracePipeline>);
-  static_assert(std::ranges::view<TracePipeline>);
+  static_assert(!ranges::view_<TracePipeline>);
+  static_assert(!std::ranges::view<TracePipeline>);
+  static_assert(ranges::input_range<TracePipeline&>);
 
   auto pipeline = leaves(s) | project() | dedup() | merge_by_time();
   std::size_t chunks = 0, total = 0;
@@ -136,7 +138,8 @@ TEST_CASE("stages: range-v3 views take, chunk and filter a pipeline") {
   CHECK(chunks == 8);
   CHECK(total == 72);
 
-  auto outputs = trace_pipeline(s, {}) |
+  auto traced = trace_pipeline(s, {});
+  auto outputs = traced |
                  ranges::views::filter([&](const AccessRecord& r) { return s.traces[r.trace].is_output; });
   std::int64_t last = -1, n = 0;
   for (const AccessRecord& r : outputs) {

@@ -26,7 +26,7 @@ static_assert(sizeof(AccessRecord) == 24);
 // trace), in ascending order (what the dedup stage guarantees).
 struct AccessBatch {
   std::span<const AccessRecord> records;
-  bool deduplicated = true;
+  bool deduplicated = false;  // the safe default: a later dedup() does its work
 
   auto begin() const { return records.begin(); }
   auto end() const { return records.end(); }

@@ -25,13 +25,13 @@ std::int64_t cardinality(const IntervalSet& s) {
 
 LeafSet<LeafIterations> leaves(const Schedule& schedule) {
   LeafSet<LeafIterations> out;
-  out.context = {&schedule, {0, schedule.n_timesteps}, {}};
+  out.context = {&schedule, {0, schedule.n_timesteps}, {}, schedule.n_timesteps};
   for (std::size_t i = 0; i < schedule.leaves.size(); ++i) out.leaves.emplace_back(schedule, i);
   return out;
 }
 
 LeafIterations::LeafIterations(const Schedule& schedule, std::size_t leaf)
-    : schedule_(&schedule), context_{&schedule, {0, schedule.n_timesteps}, {}}, leaf_(leaf),
+    : schedule_(&schedule), context_{&schedule, {0, schedule.n_timesteps}, {}, schedule.n_timesteps}, leaf_(leaf),
       odometer_(schedule.leaves[leaf].odometer()) {
   plan();
   seek(odometer_.first_time());

@@ -46,6 +46,8 @@ TimeSelection TimeSelection::from_options(const TraceOptions& o, std::int64_t n)
   }
   to = std::min(to, n);
   from = std::min(from, to);
+  s.trace_end = o.max_timesteps ? std::clamp<std::int64_t>(*o.max_timesteps, 0, n) : n;
+  s.sampled = o.sample_timesteps.has_value();
   s.window = {from, to};
   if (o.shard) {
     auto [index, count] = *o.shard;

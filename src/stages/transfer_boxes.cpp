@@ -185,6 +185,7 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
   const std::int64_t end = std::min(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
   m.context.schedule = &s;
   m.context.window = report;
+  m.context.trace_end = end;
   m.context.traces = TraceFilter::from_names(s, o.tensors, o.einsums).trace_enabled;
   m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align);
   const TimeRange clip{0, end};  // a prefix cuts windows; a window or shard only drops requests

@@ -64,6 +64,12 @@ std::vector<std::uint32_t> children_of(const Schedule& s, const std::string& lev
   return out;
 }
 
+void check_transfer_stream(const StreamContext& context) {
+  if (context.sampled)
+    throw SpecError("a transfer trace needs whole stretches of time: use --from/--to, --max-timesteps "
+                    "or --shard, not --sample-timesteps");
+}
+
 TimeRange transfer_trace_window(const Schedule& s, const std::vector<std::uint32_t>& children, TimeRange report) {
   TimeRange run = report;
   if (report.empty()) return run;

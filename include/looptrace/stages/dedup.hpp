@@ -24,6 +24,8 @@ std::size_t merge_equal_accesses(std::span<AccessRecord> records, std::vector<st
 template <AccessSource Up>
 class Dedup : public BatchStage<Dedup<Up>, Up> {
  public:
+  // Per (timestep, trace): dropping a trace or skipping time upstream changes nothing here.
+  static constexpr bool passes_trace_masks = true, passes_seeks = true;
   Dedup() = default;
   explicit Dedup(Up up) : BatchStage<Dedup<Up>, Up>(std::move(up)) {}
 

@@ -1,7 +1,8 @@
 // Tensor and Einsum filters. Timesteps keep their numbers: a filter drops
-// accesses, never time. Placed anywhere, it pushes its mask upstream through every
-// stage that forwards it, down to the projections, so filtered traces are never
-// computed; over a source that cannot be told, it drops records as they pass.
+// accesses, never time. Placed anywhere, it pushes its mask upstream through the
+// stages that pass trace masks (the library's own, not a user stage, a tap, keep_if
+// or transform: they see every access), down to the projections, so filtered traces
+// are never computed; over a source that cannot be told, it drops records as they pass.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@ class FilterTraces : public ForwardingStage<FilterTraces<Up>, Up> {
   using Base = ForwardingStage<FilterTraces<Up>, Up>;
 
  public:
+  static constexpr bool passes_seeks = true;  // dropping traces does not depend on time
   FilterTraces() = default;
   FilterTraces(Up up, std::vector<bool> trace_enabled) : Base(std::move(up)), context_(this->up_.context()) {
     std::vector<bool>& enabled = context_.traces;
@@ -39,7 +41,7 @@ class FilterTraces : public ForwardingStage<FilterTraces<Up>, Up> {
     if constexpr (RestrictableSource<Up>) this->up_.restrict_traces(context_.traces);
   }
 
-  AccessBatch next_batch(std::int64_t until) {
+  AccessBatch next_batch(std::int64_t until = kEndOfTime) {
     if constexpr (RestrictableSource<Up>) {
       return this->up_.next_batch(until);  // upstream computes only what passes
     } else {

@@ -68,7 +68,7 @@ class LeafIterations : public BatchRange<LeafIterations, Iteration> {
 
   // As a source of its own: the Iterations (one per spatial iteration) of the computing
   // timesteps before `until`.
-  std::span<const Iteration> next_batch(std::int64_t until);
+  std::span<const Iteration> next_batch(std::int64_t until = kEndOfTime);
   std::span<const Iteration> next_values() { return next_batch(kEndOfTime); }
 
  private:

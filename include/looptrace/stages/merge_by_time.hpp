@@ -26,7 +26,7 @@ class MergeByTime : public Stage<MergeByTime<Src>, ValueOf<Src>> {
   explicit MergeByTime(LeafSet<Src> set, std::size_t batch_records = kDefaultBatchRecords)
       : context_(std::move(set.context)), leaves_(std::move(set.leaves)), batch_records_(batch_records) {}
 
-  Batch next_batch(std::int64_t until) {
+  Batch next_batch(std::int64_t until = kEndOfTime) {
     buffer_.clear();
     bool deduplicated = true;
     for (;;) {

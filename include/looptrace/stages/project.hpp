@@ -58,7 +58,7 @@ class Project : public Stage<Project> {
   explicit Project(LeafIterations tiles, std::int64_t max_tile_points = kDefaultMaxTilePoints,
                    std::size_t batch_records = kDefaultBatchRecords);
 
-  AccessBatch next_batch(std::int64_t until);
+  AccessBatch next_batch(std::int64_t until = kEndOfTime);
   std::int64_t next_timestep() const { return tiles_.next_timestep(); }
   void seek(std::int64_t t) { tiles_.seek(t); }
   const StreamContext& context() const { return tiles_.context(); }

@@ -1,6 +1,8 @@
 // The timestep selection: a prefix, a window [from, to), a shard of it, or a
 // sample of single timesteps (TimeSelection). It seeks its source to each selected
 // range and pulls with the range's end as horizon: it never replays what comes before.
+// Over a source that does not pass seeks (a user stage, a tap), it pulls what comes
+// before each range and drops it, so that stage still sees every access.
 #pragma once
 
 #include <cstdint>
@@ -12,24 +14,28 @@
 
 namespace looptrace {
 
-template <SeekableSource Up>
+template <Source Up>
 class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
   using Batch = BatchOf<Up>;
   using Base = ForwardingStage<SelectTime<Up>, Up>;
   using Base::up_;
 
  public:
+  static constexpr bool passes_trace_masks = true;  // which timesteps does not depend on traces
+
   SelectTime() = default;
   SelectTime(Up up, TimeSelection selection)
       : Base(std::move(up)), selection_(std::move(selection)), context_(up_.context()) {
     context_.window = selection_.window;
+    context_.trace_end = earlier(context_.trace_end, selection_.trace_end);
+    context_.sampled = context_.sampled || selection_.sampled;
   }
 
-  Batch next_batch(std::int64_t until) {
+  Batch next_batch(std::int64_t until = kEndOfTime) {
     while (range_ < selection_.ranges.size()) {
       const TimeRange& r = selection_.ranges[range_];
       if (r.from >= until) break;
-      if (!entered_) up_.seek(r.from), entered_ = true;
+      if (!entered_) skip_to(r.from), entered_ = true;
       const std::int64_t limit = earlier(r.to, until);
       Batch b = up_.next_batch(limit);
       if (!detail::values_of(b).empty() || limit < r.to) return b;
@@ -46,7 +52,9 @@ class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
     return kEndOfTime;
   }
   // To the first selected timestep >= t.
-  void seek(std::int64_t t) {
+  void seek(std::int64_t t)
+    requires SeekableSource<Up>
+  {
     range_ = selection_.first_range_after(t);
     entered_ = range_ < selection_.ranges.size();
     if (entered_) up_.seek(later(t, selection_.ranges[range_].from));
@@ -55,6 +63,17 @@ class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
   const StreamContext& context() const { return context_; }
 
  private:
+  // To the first item of the source at or after t: a seek where the source passes one,
+  // else a pull of everything before t, dropped.
+  void skip_to(std::int64_t t) {
+    if constexpr (SeekableSource<Up>) {
+      up_.seek(t);
+    } else {
+      while (!up_.next_batch(t).empty()) {
+      }
+    }
+  }
+
   TimeSelection selection_;
   StreamContext context_;
   std::size_t range_ = 0;
@@ -63,7 +82,7 @@ class SelectTime : public ForwardingStage<SelectTime<Up>, Up> {
 
 struct SelectTimeAdaptor : StageAdaptor {
   TraceOptions options;  // only the selection fields matter
-  template <SeekableSource Up>
+  template <Source Up>
   SelectTime<Up> operator()(Up up) const {
     TimeSelection selection = TimeSelection::from_options(options, up.schedule().n_timesteps);
     return SelectTime<Up>(std::move(up), std::move(selection));

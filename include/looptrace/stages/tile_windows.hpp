@@ -37,6 +37,18 @@ struct TileStep {
   bool done() const { return empty(); }  // after a pull with no horizon
 };
 
+// Stages over tile steps (tap, keep_if, transform, a BatchStage of yours) work on their
+// accesses; the window events pass as they are.
+template <>
+struct BatchTraits<TileStep> {
+  using value_type = AccessRecord;
+  static std::span<const AccessRecord> values(const TileStep& s) { return s.accesses.records; }
+  static TileStep rebuilt(const TileStep& from, std::span<const AccessRecord> values, bool same_elements) {
+    if (!from.events.empty()) return from;
+    return {{}, BatchTraits<AccessBatch>::rebuilt(from.accesses, values, same_elements)};
+  }
+};
+
 // The element-wise view of the same stream, for range consumers.
 struct TileEvent {
   enum class Kind : std::uint8_t { open, close, access };
@@ -137,6 +149,8 @@ class TileWindows : public Stage<TileWindows<Up>, TileEvent> {
   }
   const WindowPlan& windows() const { return plan_; }
   const StreamContext& context() const { return up_.context(); }
+  const Up& upstream() const { return up_; }
+  Up& upstream() { return up_; }
 
   std::span<const TileEvent> next_values() {
     values_.clear();

@@ -70,6 +70,62 @@ class TransferQueue {
   std::int64_t settled_ = -kEndOfTime - 1;
 };
 
+// The accesses a transfer trace of a cut stream needs and the stream does not carry.
+// A window [from, to) or a shard looks at part of a run that goes on, and its
+// transfers are the whole run's requests in that window (SEMANTICS "Data movement"):
+// a child window that straddles an edge is run whole. So the parts of `run` before and
+// after the stream's window come from the schedule, with the stream's traces; the
+// stream's own accesses, as the stages before chose them, fill the window.
+template <AccessSource Up>
+class WidenedAccesses : public Stage<WidenedAccesses<Up>> {
+  using Part = FilterTraces<TracePipeline>;
+
+ public:
+  WidenedAccesses(Up up, TimeRange run) : up_(std::move(up)), context_(up_.context()) {
+    const Schedule& s = *context_.schedule;
+    const TimeRange window = context_.window;
+    before_ = part(s, {run.from, earlier(run.to, window.from)});
+    after_ = part(s, {later(run.from, window.to), run.to});
+    context_.window = run;
+  }
+
+  AccessBatch next_batch(std::int64_t until = kEndOfTime) {
+    if (stage_ == 0) {
+      const AccessBatch b = before_.next_batch(until);
+      if (!b.empty() || before_.next_timestep() < kEndOfTime) return b;
+      stage_ = 1;
+    }
+    if (stage_ == 1) {
+      const AccessBatch b = up_.next_batch(until);
+      if (!b.empty() || up_.next_timestep() < kEndOfTime) return b;
+      stage_ = 2;
+    }
+    return after_.next_batch(until);
+  }
+  std::int64_t next_timestep() const {
+    if (stage_ == 0 && before_.next_timestep() < kEndOfTime) return before_.next_timestep();
+    if (stage_ <= 1 && up_.next_timestep() < kEndOfTime) return up_.next_timestep();
+    return after_.next_timestep();
+  }
+  const StreamContext& context() const { return context_; }
+  const Up& upstream() const { return up_; }
+  Up& upstream() { return up_; }
+
+ private:
+  Part part(const Schedule& s, TimeRange range) const {
+    TraceOptions o;
+    o.from = range.from, o.to = later(range.from, range.to);
+    std::vector<bool> traces = context_.traces;
+    if (traces.empty()) traces.assign(s.traces.size(), true);
+    return Part(trace_pipeline(s, o), std::move(traces));
+  }
+
+  Up up_;
+  StreamContext context_;
+  Part before_, after_;
+  int stage_ = 0;  // 0: before the window, 1: the stream's own, 2: after it
+};
+
 template <TrafficSource Up>
 class Transfers : public Stage<Transfers<Up>, TransferRequest> {
  public:
@@ -91,6 +147,8 @@ class Transfers : public Stage<Transfers<Up>, TransferRequest> {
   std::int64_t next_timestep() const { return queue_.next_timestep(); }
   const StreamContext& context() const { return up_.context(); }
   const AddressMap& addresses() const { return queue_.addresses(); }
+  const Up& upstream() const { return up_; }
+  Up& upstream() { return up_; }
 
  private:
   Up up_;
@@ -98,9 +156,16 @@ class Transfers : public Stage<Transfers<Up>, TransferRequest> {
   std::vector<TransferRequest> out_;
 };
 
-// The transfers of `options.level` over a stream. Over window traffic collected with
-// its elements (`window_traffic(true)`), it takes the windows as they come; over
-// accesses, it follows the windows of the level's children itself.
+// Refuses (SpecError) a stream whose transfers are not defined: a sample of timesteps.
+void check_transfer_stream(const StreamContext& context);
+
+// The transfers of `options.level` over a stream, of the requests in the stream's
+// window (a prefix ends the trace: its last drains are kept; a window [from, to) or a
+// shard keeps the whole run's requests there, as `looptrace transfers` does). Over
+// accesses it follows the windows of the level's children itself, and runs the child
+// windows that straddle the stream's edges whole (WidenedAccesses). Over window traffic
+// collected with its elements (`window_traffic(true)`) it takes the windows as they
+// come, so that stream must not cut a run (its straddling windows would be clipped).
 struct TransfersAdaptor : StageAdaptor {
   TransferOptions options;
   bool given_children = false;
@@ -109,13 +174,36 @@ struct TransfersAdaptor : StageAdaptor {
 
   template <TrafficSource Up>
   Transfers<Up> operator()(Up up) const {
-    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), options.align);
-    return Transfers<Up>(std::move(up), options, std::move(addresses));
+    const StreamContext& c = up.context();
+    check_transfer_stream(c);
+    if (c.cuts_run())
+      throw SpecError("transfers over window traffic of a stream cut to [" + std::to_string(c.window.from) + ", " +
+                      std::to_string(c.window.to) + ") would clip the windows that straddle its edges: put " +
+                      "transfers(options) straight after the accesses, which runs them whole");
+    return over_traffic(std::move(up), options);
   }
   template <AccessSource Up>
   auto operator()(Up up) const {
-    std::vector<std::uint32_t> nodes = given_children ? children : children_of(up.schedule(), options.level, tensors);
-    return std::move(up) | tile_windows(std::move(nodes), tensors) | window_traffic(true) | *this;
+    const Schedule& s = up.schedule();
+    const StreamContext& c = up.context();
+    check_transfer_stream(c);
+    std::vector<std::uint32_t> nodes = given_children ? children : children_of(s, options.level, tensors);
+    TransferOptions o = options;
+    const std::int64_t end = earlier(c.trace_end, s.n_timesteps);
+    o.report = c.window;
+    o.report_end = c.window.to >= end;  // the trace ends there: its last drains are in
+    TimeRange run = transfer_trace_window(s, nodes, c.window);
+    run.to = earlier(run.to, end);
+    auto traffic = WidenedAccesses<Up>(std::move(up), run) | tile_windows(std::move(nodes), tensors) |
+                   window_traffic(true);
+    return over_traffic(std::move(traffic), std::move(o));
+  }
+
+ private:
+  template <TrafficSource Up>
+  static Transfers<Up> over_traffic(Up up, TransferOptions o) {
+    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), o.align);
+    return Transfers<Up>(std::move(up), std::move(o), std::move(addresses));
   }
 };
 
@@ -158,19 +246,14 @@ class TransferStream : public Stage<TransferStream<Enumerating>, TransferRequest
 // Throws SpecError for a sampled selection or a level with no Storage node.
 inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, TransferOptions options) {
   check_transfer_options(options);
-  if (o.sample_timesteps)
-    throw SpecError("a transfer trace needs whole stretches of time: use --from/--to, --max-timesteps "
-                    "or --shard, not --sample-timesteps");
+  if (o.sample_timesteps) check_transfer_stream({.sampled = true});
   const std::vector<std::uint32_t> children = children_of(s, options.level, o.tensors);
+  // The report window for the boxes; the enumerating stage takes it from its stream.
   options.report = TimeSelection::from_options(o, s.n_timesteps).window;
   // The last drains happen as the trace ends; a window that stops earlier leaves
   // requests at its end to the window that starts there.
   options.report_end = options.report.to == earlier(s.n_timesteps, o.max_timesteps.value_or(s.n_timesteps));
-  TraceOptions whole = o;  // the trace that runs the straddling windows whole
-  const TimeRange run = transfer_trace_window(s, children, options.report);
-  whole.shard.reset();
-  whole.from = run.from, whole.to = run.to;
-  using Enumerating = decltype(trace_pipeline(s, whole) | std::declval<TransfersAdaptor>());
+  using Enumerating = decltype(trace_pipeline(s, o) | std::declval<TransfersAdaptor>());
   std::string why;
   if (!options.enumerate)
     if (auto boxes = BoxTransfers::make(s, o, options, &why)) return TransferStream<Enumerating>(std::move(*boxes));
@@ -178,7 +261,7 @@ inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, Transfer
   a.given_children = true;
   a.children = children;
   a.tensors = o.tensors;
-  return TransferStream<Enumerating>(trace_pipeline(s, whole) | a, std::move(why));
+  return TransferStream<Enumerating>(trace_pipeline(s, o) | a, std::move(why));
 }
 
 }  // namespace looptrace

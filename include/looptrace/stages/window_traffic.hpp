@@ -147,6 +147,8 @@ class WindowTraffic : public Stage<WindowTraffic<Up>, TileTraffic> {
   std::int64_t next_timestep() const { return up_.next_timestep(); }
   const StreamContext& context() const { return up_.context(); }
   const TrafficPlan& traffic() const { return plan_; }
+  const Up& upstream() const { return up_; }
+  Up& upstream() { return up_; }
 
  private:
   // take() and touch() run per access: inlined into the stage that pulls, whatever
