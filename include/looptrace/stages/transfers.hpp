@@ -84,28 +84,28 @@ class WidenedAccesses : public Stage<WidenedAccesses<Up>> {
   WidenedAccesses(Up up, TimeRange run) : up_(std::move(up)), context_(up_.context()) {
     const Schedule& s = *context_.schedule;
     const TimeRange window = context_.window;
-    before_ = part(s, {run.from, earlier(run.to, window.from)});
-    after_ = part(s, {later(run.from, window.to), run.to});
+    if (run.from < window.from) before_.emplace(part(s, {run.from, window.from}));
+    if (window.to < run.to) after_.emplace(part(s, {window.to, run.to}));
     context_.window = run;
   }
 
   AccessBatch next_batch(std::int64_t until = kEndOfTime) {
-    if (stage_ == 0) {
-      const AccessBatch b = before_.next_batch(until);
-      if (!b.empty() || before_.next_timestep() < kEndOfTime) return b;
-      stage_ = 1;
+    if (stage_ == 0 && before_) {
+      const AccessBatch b = before_->next_batch(until);
+      if (!b.empty() || before_->next_timestep() < kEndOfTime) return b;
     }
-    if (stage_ == 1) {
+    if (stage_ <= 1) {
+      stage_ = 1;
       const AccessBatch b = up_.next_batch(until);
       if (!b.empty() || up_.next_timestep() < kEndOfTime) return b;
       stage_ = 2;
     }
-    return after_.next_batch(until);
+    return after_ ? after_->next_batch(until) : AccessBatch{};
   }
   std::int64_t next_timestep() const {
-    if (stage_ == 0 && before_.next_timestep() < kEndOfTime) return before_.next_timestep();
+    if (stage_ == 0 && before_ && before_->next_timestep() < kEndOfTime) return before_->next_timestep();
     if (stage_ <= 1 && up_.next_timestep() < kEndOfTime) return up_.next_timestep();
-    return after_.next_timestep();
+    return after_ ? after_->next_timestep() : kEndOfTime;
   }
   const StreamContext& context() const { return context_; }
   const Up& upstream() const { return up_; }
@@ -114,7 +114,7 @@ class WidenedAccesses : public Stage<WidenedAccesses<Up>> {
  private:
   Part part(const Schedule& s, TimeRange range) const {
     TraceOptions o;
-    o.from = range.from, o.to = later(range.from, range.to);
+    o.from = range.from, o.to = range.to;
     std::vector<bool> traces = context_.traces;
     if (traces.empty()) traces.assign(s.traces.size(), true);
     return Part(trace_pipeline(s, o), std::move(traces));
@@ -122,7 +122,7 @@ class WidenedAccesses : public Stage<WidenedAccesses<Up>> {
 
   Up up_;
   StreamContext context_;
-  Part before_, after_;
+  std::optional<Part> before_, after_;  // only where the run reaches past the window
   int stage_ = 0;  // 0: before the window, 1: the stream's own, 2: after it
 };
 
