@@ -1,0 +1,89 @@
+#include "looptrace/stages/cache_lines.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "looptrace/stages/transfers.hpp"
+
+namespace looptrace {
+
+AddressMap default_address_map(const Schedule& s, const StreamContext& context, std::uint64_t align) {
+  return AddressMap::make(s, traced_tensors(s, context), align);
+}
+
+TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t line_bytes)
+    : map_(std::move(map)), shift_(unsigned(std::countr_zero(line_bytes))) {
+  for (const TraceInfo& t : s.traces) {
+    tensor_.push_back(std::uint32_t(t.tensor_index));
+    output_.push_back(t.is_output);
+  }
+}
+
+void TimestepLines::lines(std::vector<AccessRecord>& records, std::vector<LineAccess>& out) {
+  // The contract's order is trace by trace; leaves merged by time may interleave.
+  const auto by_trace = [](const AccessRecord& a, const AccessRecord& b) { return a.trace < b.trace; };
+  if (!std::is_sorted(records.begin(), records.end(), by_trace))
+    std::stable_sort(records.begin(), records.end(), by_trace);
+  for (bool write : {false, true}) {
+    std::size_t begin = 0;
+    while (begin < records.size()) {
+      std::size_t end = begin + 1;
+      while (end < records.size() && records[end].trace == records[begin].trace) ++end;
+      if (output_[records[begin].trace] == write)
+        group({records.data() + begin, end - begin}, write, out);
+      begin = end;
+    }
+  }
+}
+
+// The lines of one trace's accesses at one timestep, each once. With the default
+// layout they ascend, so comparing with the last line suffices; the set is for
+// layouts that do not keep element order.
+void TimestepLines::group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out) {
+  const std::uint32_t trace = records.front().trace, tensor = tensor_[trace];
+  const std::uint64_t bytes = map_.bytes[tensor];
+  bool ascending = true;
+  std::uint64_t next = 0;  // while ascending: the first line not yet given
+  group_lines_.clear();
+  for (const AccessRecord& r : records) {
+    const std::uint64_t a = element_address(map_, tensor, r.element);
+    const std::uint64_t first = a >> shift_, last = (a + bytes - 1) >> shift_;
+    for (std::uint64_t l = first; l <= last; ++l) {
+      if (ascending && l < next) {  // the order breaks: remember every line so far
+        ascending = false;
+        if (++gen_ == 0) std::fill(set_gen_.begin(), set_gen_.end(), 0), gen_ = 1;
+        set_size_ = 0;
+        for (std::uint64_t g : group_lines_) seen_in_group(g);
+      }
+      if (ascending ? false : seen_in_group(l)) continue;
+      if (ascending) {
+        next = l + 1;
+        group_lines_.push_back(l);
+      }
+      out.push_back({r.timestep, l, trace, tensor, write});
+    }
+  }
+}
+
+// Whether `line` is in the group's set; adds it if not.
+bool TimestepLines::seen_in_group(std::uint64_t line) {
+  if (2 * (set_size_ + 1) > set_lines_.size()) {  // grow, keeping this generation's lines
+    std::vector<std::uint64_t> old;
+    for (std::size_t i = 0; i < set_lines_.size(); ++i)
+      if (set_gen_[i] == gen_) old.push_back(set_lines_[i]);
+    set_lines_.assign(std::max<std::size_t>(64, 4 * set_lines_.size()), 0);
+    set_gen_.assign(set_lines_.size(), 0);
+    set_size_ = 0;
+    for (std::uint64_t l : old) seen_in_group(l);
+  }
+  const std::size_t mask = set_lines_.size() - 1;
+  for (std::size_t i = (line * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (set_gen_[i] != gen_) {
+      set_gen_[i] = gen_, set_lines_[i] = line, ++set_size_;
+      return false;
+    }
+    if (set_lines_[i] == line) return true;
+  }
+}
+
+}  // namespace looptrace
