@@ -19,20 +19,29 @@ TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t li
   }
 }
 
-void TimestepLines::lines(std::vector<AccessRecord>& records, std::vector<LineAccess>& out) {
-  // The contract's order is trace by trace; leaves merged by time may interleave.
+void TimestepLines::take(std::span<const AccessRecord> records, std::vector<LineAccess>& out) {
+  groups(records, false, out);
+  for (const AccessRecord& r : records)
+    if (output_[r.trace]) writes_.push_back(r);
+}
+
+void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
+  // Leaves merged by time come in tree order, so this sort only guards the contract.
   const auto by_trace = [](const AccessRecord& a, const AccessRecord& b) { return a.trace < b.trace; };
-  if (!std::is_sorted(records.begin(), records.end(), by_trace))
-    std::stable_sort(records.begin(), records.end(), by_trace);
-  for (bool write : {false, true}) {
-    std::size_t begin = 0;
-    while (begin < records.size()) {
-      std::size_t end = begin + 1;
-      while (end < records.size() && records[end].trace == records[begin].trace) ++end;
-      if (output_[records[begin].trace] == write)
-        group({records.data() + begin, end - begin}, write, out);
-      begin = end;
-    }
+  if (!std::is_sorted(writes_.begin(), writes_.end(), by_trace))
+    std::stable_sort(writes_.begin(), writes_.end(), by_trace);
+  groups(writes_, true, out);
+  writes_.clear();
+}
+
+// The groups of one trace each (consecutive records of it) that read or write.
+void TimestepLines::groups(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out) {
+  std::size_t begin = 0;
+  while (begin < records.size()) {
+    std::size_t end = begin + 1;
+    while (end < records.size() && records[end].trace == records[begin].trace) ++end;
+    if (output_[records[begin].trace] == write) group(records.subspan(begin, end - begin), write, out);
+    begin = end;
   }
 }
 

@@ -134,7 +134,9 @@ class Cache : public Stage<Cache<Up>, CacheAccess> {
     for (;;) {
       const std::span<const LineAccess> in = up_.next_batch(until);
       if (in.empty()) {
-        if (up_.next_timestep() == kEndOfTime)
+        // Empty before the end of time: the stream is done (next_timestep() may stay a
+        // lower bound, as a transfer trace cut at --to leaves it).
+        if (until == kEndOfTime || up_.next_timestep() == kEndOfTime)
           for (CacheModel& m : levels_) m.finish();
         return {};
       }

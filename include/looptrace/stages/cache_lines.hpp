@@ -58,11 +58,16 @@ class TimestepLines {
   TimestepLines() = default;
   TimestepLines(const Schedule& schedule, AddressMap map, std::uint64_t line_bytes);
 
-  // Appends the lines of `records` (one timestep, any order of traces) to `out`.
-  void lines(std::vector<AccessRecord>& records, std::vector<LineAccess>& out);
+  // One batch of a timestep's records, traces in order (as the trace pipeline yields
+  // them: leaf by leaf in tree order, tensor by tensor): appends the reads' lines to
+  // `out` at once and keeps the writes, which come after every read of the timestep.
+  void take(std::span<const AccessRecord> records, std::vector<LineAccess>& out);
+  // The timestep is over: appends the writes' lines.
+  void end_timestep(std::vector<LineAccess>& out);
   const AddressMap& addresses() const { return map_; }
 
  private:
+  void groups(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
   void group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
   bool seen_in_group(std::uint64_t line);
 
@@ -77,6 +82,7 @@ class TimestepLines {
   std::uint32_t gen_ = 0;
   std::size_t set_size_ = 0;
   std::vector<std::uint64_t> group_lines_;
+  std::vector<AccessRecord> writes_;  // of the current timestep (outputs: small beside the reads)
 };
 
 template <Source Up>
@@ -92,14 +98,15 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
   std::span<const LineAccess> next_batch(std::int64_t until = kEndOfTime) {
     out_.clear();
     if constexpr (AccessSource<Up>) {
-      // A timestep's records may come in several batches (one per leaf): gather it whole.
+      // A timestep's records may come in several batches (one per leaf): its reads go
+      // out as they come, its writes when it is over.
       while (out_.size() < kDefaultBatchRecords) {
-        const std::int64_t t = up_.next_timestep();
+        const std::int64_t t = later(up_.next_timestep(), floor_);  // a lower bound: always move on
         if (t >= until || t == kEndOfTime) break;
-        records_.clear();
+        floor_ = t + 1;
         for (AccessBatch b = up_.next_batch(t + 1); !b.empty(); b = up_.next_batch(t + 1))
-          records_.insert(records_.end(), b.begin(), b.end());
-        lines_.lines(records_, out_);
+          lines_.take(b.records, out_);
+        lines_.end_timestep(out_);
       }
     } else {
       const unsigned shift = unsigned(__builtin_ctzll(line_bytes_));
@@ -116,8 +123,8 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
  private:
   Up up_;
   std::uint64_t line_bytes_ = 64;
+  std::int64_t floor_ = 0;  // the timesteps before it are done
   TimestepLines lines_;
-  std::vector<AccessRecord> records_;
   std::vector<LineAccess> out_;
 };
 
