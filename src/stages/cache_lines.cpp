@@ -15,14 +15,12 @@ TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t li
     : map_(std::move(map)), shift_(unsigned(std::countr_zero(line_bytes))) {
   for (const TraceInfo& t : s.traces) {
     tensor_.push_back(std::uint32_t(t.tensor_index));
-    output_.push_back(t.is_output);
+    output_.push_back(t.is_output ? 1 : 0);
   }
 }
 
 void TimestepLines::take(std::span<const AccessRecord> records, std::vector<LineAccess>& out) {
   groups(records, false, out);
-  for (const AccessRecord& r : records)
-    if (output_[r.trace]) writes_.push_back(r);
 }
 
 void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
@@ -34,13 +32,17 @@ void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
   writes_.clear();
 }
 
-// The groups of one trace each (consecutive records of it) that read or write.
-void TimestepLines::groups(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out) {
+// Each trace's run of records: its lines now, or (a write, before the timestep is
+// over) kept for end_timestep().
+void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out) {
   std::size_t begin = 0;
   while (begin < records.size()) {
     std::size_t end = begin + 1;
-    while (end < records.size() && records[end].trace == records[begin].trace) ++end;
-    if (output_[records[begin].trace] == write) group(records.subspan(begin, end - begin), write, out);
+    const std::uint32_t trace = records[begin].trace;
+    while (end < records.size() && records[end].trace == trace) ++end;
+    const auto run = records.subspan(begin, end - begin);
+    if (output_[trace] && !writes) writes_.insert(writes_.end(), run.begin(), run.end());
+    else group(run, output_[trace] != 0, out);
     begin = end;
   }
 }
@@ -52,24 +54,28 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
   const std::uint32_t trace = records.front().trace, tensor = tensor_[trace];
   const std::uint64_t bytes = map_.bytes[tensor];
   bool ascending = true;
-  std::uint64_t next = 0;  // while ascending: the first line not yet given
+  std::uint64_t next = 0;  // while ascending: the line after the last one given
   group_lines_.clear();
   for (const AccessRecord& r : records) {
     const std::uint64_t a = element_address(map_, tensor, r.element);
     const std::uint64_t first = a >> shift_, last = (a + bytes - 1) >> shift_;
+    if (ascending && last + 1 == next) continue;  // within the last line given (the common case)
     for (std::uint64_t l = first; l <= last; ++l) {
-      if (ascending && l < next) {  // the order breaks: remember every line so far
+      if (ascending) {
+        if (l + 1 == next) continue;  // the last line again
+        if (l >= next) {
+          next = l + 1;
+          group_lines_.push_back(l);
+          out.push_back({r.timestep, l, trace, tensor, write});
+          continue;
+        }
+        // Below the last line: the order breaks; from here on, a set of the lines given.
         ascending = false;
         if (++gen_ == 0) std::fill(set_gen_.begin(), set_gen_.end(), 0), gen_ = 1;
         set_size_ = 0;
         for (std::uint64_t g : group_lines_) seen_in_group(g);
       }
-      if (ascending ? false : seen_in_group(l)) continue;
-      if (ascending) {
-        next = l + 1;
-        group_lines_.push_back(l);
-      }
-      out.push_back({r.timestep, l, trace, tensor, write});
+      if (!seen_in_group(l)) out.push_back({r.timestep, l, trace, tensor, write});
     }
   }
 }

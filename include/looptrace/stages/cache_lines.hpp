@@ -67,14 +67,14 @@ class TimestepLines {
   const AddressMap& addresses() const { return map_; }
 
  private:
-  void groups(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
+  void groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out);
   void group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
   bool seen_in_group(std::uint64_t line);
 
   AddressMap map_;
   unsigned shift_ = 6;
   std::vector<std::uint32_t> tensor_;  // per trace
-  std::vector<bool> output_;           // per trace
+  std::vector<std::uint8_t> output_;   // per trace: 1 for a write
   // The lines of the current group, for layouts whose lines do not ascend: an open
   // addressing set cleared by bumping its generation.
   std::vector<std::uint64_t> set_lines_;
