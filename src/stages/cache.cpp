@@ -293,7 +293,15 @@ void lower_lines(std::span<const CacheAccess> in, std::uint64_t upper, std::uint
 struct CacheModel::Impl {
   CacheConfig config;
   unsigned shift = 6;
-  std::vector<CacheCounts> tensors, traces;
+  // Counted per key (a trace, or after the traces a tensor, for what no trace makes):
+  // one set of counters per access; report() sums the keys of each tensor.
+  struct Tally {
+    std::uint64_t accesses = 0, hits = 0, cold = 0, capacity = 0, write_throughs = 0;
+  };
+  std::vector<Tally> keys;
+  std::vector<std::uint32_t> key_tensor;     // per key
+  std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
+  std::size_t n_traces = 0;
   SeenLines seen;
   Ordered shadow;  // fully associative LRU of the same lines, for the three Cs
   Ordered ordered;  // the cache itself when fully associative LRU or FIFO
@@ -313,7 +321,12 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
   out.resize(first + in.size());
   CacheAccess* o = out.data() + first;
   for (const LineAccess& a : in) {
-    CacheAccess r{a.timestep, a.line << shift, 0, a.trace, a.tensor, 0, std::uint8_t(a.write ? CacheAccess::write : 0)};
+    // Written in place, field by field: a record built aside and copied stalled on
+    // store forwarding (three quarters of the time).
+    CacheAccess& r = *o++;
+    r.timestep = a.timestep, r.address = a.line << shift, r.victim = 0;
+    r.trace = a.trace, r.tensor = a.tensor, r.victim_tensor = 0;
+    std::uint8_t flags = a.write ? CacheAccess::write : 0;
     const bool allocate = !a.write || wa;
     bool cold = false, capacity = false;
     if (classify) {
@@ -324,29 +337,24 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
       capacity = s < 0 && !cold;
     }
     const std::int64_t id = engine.lookup(a.line);
-    CacheCounts& c = tensors[a.tensor];
     if (id >= 0) {
       engine.hit(id);
-      r.flags |= CacheAccess::hit;
+      flags |= CacheAccess::hit;
       if (a.write && !wt) engine.dirty(id) = 1;
     } else if (allocate) {
       const Victim v = engine.fill(a.line, a.write && !wt, a.tensor);
-      r.flags |= CacheAccess::fetched;
+      flags |= CacheAccess::fetched;
       if (v.valid) {
-        r.flags |= CacheAccess::evicted, r.victim = v.line << shift, r.victim_tensor = v.tensor;
-        if (v.dirty) r.flags |= CacheAccess::dirty, ++tensors[v.tensor].writebacks;
+        flags |= CacheAccess::evicted, r.victim = v.line << shift, r.victim_tensor = v.tensor;
+        if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
       }
     }
-    if (a.write && (wt || !allocate)) r.flags |= CacheAccess::through;
-    const std::uint64_t hit = id >= 0, through = a.write && wt;
-    c.accesses++, c.hits += hit, c.misses += 1 - hit, c.cold += cold, c.capacity += capacity;
-    c.write_throughs += through;
-    if (a.trace != kNoTrace) {
-      CacheCounts& e = traces[a.trace];
-      e.accesses++, e.hits += hit, e.misses += 1 - hit, e.cold += cold, e.capacity += capacity;
-      e.write_throughs += through;
-    }
-    *o++ = r;
+    if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
+    r.flags = flags;
+    const std::size_t key = a.trace != kNoTrace ? a.trace : n_traces + a.tensor;
+    key_tensor[key] = a.tensor;
+    Tally& c = keys[key];
+    c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
   }
 }
 
@@ -355,7 +363,10 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   Impl& m = *impl_;
   m.config = config;
   m.shift = unsigned(std::countr_zero(config.line_bytes));
-  m.tensors.resize(n_tensors), m.traces.resize(n_traces);
+  m.n_traces = n_traces;
+  m.keys.resize(n_traces + n_tensors);
+  m.key_tensor.assign(n_traces + n_tensors, 0);
+  m.writebacks.assign(n_tensors, 0);
   if (config.three_cs) m.shadow.init(config.lines(), true);
   const bool full = config.sets() == 1;
   if (full && config.policy != CachePolicy::plru) m.ordered.init(config.lines(), config.policy == CachePolicy::lru);
@@ -387,7 +398,7 @@ void CacheModel::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
   m.finished = true;
-  const auto count = [&](std::uint32_t tensor) { ++m.tensors[tensor].writebacks; };
+  const auto count = [&](std::uint32_t tensor) { ++m.writebacks[tensor]; };
   if (m.config.sets() == 1 && m.config.policy != CachePolicy::plru) m.ordered.each_dirty(count);
   else if (m.config.policy == CachePolicy::lru) m.lru.each_dirty(count);
   else if (m.config.policy == CachePolicy::fifo) m.fifo.each_dirty(count);
@@ -395,10 +406,20 @@ void CacheModel::finish() {
 }
 
 CacheReport CacheModel::report() const {
+  const Impl& m = *impl_;
   CacheReport r;
-  r.config = impl_->config;
-  r.tensors = impl_->tensors;
-  r.traces = impl_->traces;
+  r.config = m.config;
+  r.tensors.resize(m.writebacks.size());
+  r.traces.resize(m.n_traces);
+  for (std::size_t k = 0; k < m.keys.size(); ++k) {
+    const Impl::Tally& t = m.keys[k];
+    CacheCounts c;
+    c.accesses = t.accesses, c.hits = t.hits, c.misses = t.accesses - t.hits, c.cold = t.cold;
+    c.capacity = t.capacity, c.write_throughs = t.write_throughs;
+    if (k < m.n_traces) r.traces[k] = c;
+    if (t.accesses) r.tensors[m.key_tensor[k]] += c;
+  }
+  for (std::size_t t = 0; t < m.writebacks.size(); ++t) r.tensors[t].writebacks = m.writebacks[t];
   for (const CacheCounts& c : r.tensors) r.total += c;
   return r;
 }
