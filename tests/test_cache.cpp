@@ -244,3 +244,26 @@ TEST_CASE("cache: shapes it refuses") {
   CHECK(parse_cache_spec("LLC=2MiB/full", {}).ways == 0);
   CHECK_THROWS_AS(parse_cache_spec("L1=32KiB", {}), SpecError);
 }
+
+TEST_CASE("cache: a set of 16 or 32 ways is a fully associative cache of its lines") {
+  // The signature compare (ways in eights) against the list engine, set by set.
+  std::mt19937_64 rng(11);
+  std::vector<std::uint64_t> ls;
+  for (int i = 0; i < 20000; ++i) ls.push_back(rng() % 300);
+  for (std::uint64_t ways : {8u, 16u, 32u})
+    for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo}) {
+      const std::uint64_t sets = 3;
+      CacheReport whole;
+      const std::string got = outcomes(shape(sets * ways, ways, 1, p), lines_of(ls), &whole);
+      std::string want(ls.size(), '?');
+      for (std::uint64_t s = 0; s < sets; ++s) {
+        std::vector<std::uint64_t> mine;
+        std::vector<std::size_t> where;
+        for (std::size_t i = 0; i < ls.size(); ++i)
+          if (ls[i] % sets == s) mine.push_back(ls[i]), where.push_back(i);
+        const std::string one = outcomes(shape(ways, 0, 1, p), lines_of(mine));
+        for (std::size_t k = 0; k < where.size(); ++k) want[where[k]] = one[k];
+      }
+      CHECK(got == want);
+    }
+}
