@@ -93,6 +93,8 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   t.level = options.source.substr(10);
   t.line_bytes = line;
   t.align = options.align;
+  if (t.level.empty())
+    throw SpecError("--source transfers:LEVEL needs a level's name (" + levels_of(s) + ")");
   if (std::find(s.memory_levels.begin(), s.memory_levels.end(), t.level) == s.memory_levels.end())
     throw SpecError("--source " + options.source + ": no Storage node has level '" + t.level + "' (" + levels_of(s) +
                     ")");
