@@ -5,9 +5,10 @@
 //
 //   ... | cache_lines(64) | reuse_distances() | cache(config)
 //
-// A Fenwick tree over last-use times counts the lines used since; times are renumbered
-// when they run past twice the lines seen, so memory follows the distinct lines, not
-// the trace. O(log lines) per access; no allocation per access once grown.
+// A Fenwick tree over last-use times counts the lines used since; each line's last use
+// is kept in pages of 2^10 lines (4 KiB) made as lines are reached; times are
+// renumbered when they run past twice the lines seen, so memory follows the distinct
+// lines (about 12 bytes each), not the trace. O(log lines) per access.
 #pragma once
 
 #include <cstdint>
