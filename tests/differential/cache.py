@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential test of `looptrace cache`: random LoopTrees (generate.py) and random
 cache shapes (line sizes, sets, ways or full, lru / fifo / plru, write-back or
-write-through, with or without write-allocate, one cache or two), the CLI's JSON
+write-through, with or without write-allocate, one cache or two; elements of one or
+several bytes), the CLI's JSON
 against a brute-force simulator written here from SEMANTICS.md "Caches" alone, as
 plainly as it can be: lists of ways, a list as the LRU stack, sets of lines.
 
@@ -26,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate  # noqa: E402
 import model  # noqa: E402
+import movement  # noqa: E402
 import run  # noqa: E402
 
 FIELDS = ["accesses", "hits", "misses", "cold", "capacity", "conflict", "writebacks", "write_throughs"]
@@ -299,7 +301,11 @@ def cli_cache_args(line, shapes):
 def run_case(lt, case_seed, keep):
     g, m, rng = run.small_case(case_seed, 6000, 1500)
     d = tempfile.mkdtemp(prefix=f"cache{case_seed}-")
-    files = run.write_files(g["files"], d)
+    spec = g["spec"]
+    if rng.random() < 0.5:  # elements of several bytes: lines they straddle, tensors that share a line
+        spec = movement.vary_bits(spec, rng)
+        m = model.Model(spec)
+    files = movement.case_files(g, spec, d, rng)
     lines = []
     try:
         variants = [("full", {})] + [(label, kw) for label, kw in run.variants(m, rng)[1:]]
