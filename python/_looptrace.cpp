@@ -27,6 +27,8 @@
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/sinks/summary_json.hpp"
+#include "looptrace/sinks/cache_report.hpp"
+#include "looptrace/stages/cache_run.hpp"
 #include "looptrace/frontend/load.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"
@@ -417,6 +419,53 @@ py::list trace_iterations_py(SpecHandle& h, const TraceOptions& options) {
 
 // ---- reports: the CLI's JSON, as Python objects -----------------------------------
 
+// `looptrace cache`: the same dict as its JSON; with curve, the curve's arrays too.
+CacheRunOptions cache_options(const std::string& size, const std::string& ways, std::uint64_t line_bytes,
+                              const std::string& policy, bool write_through, bool write_allocate,
+                              const std::vector<std::string>& caches, const std::string& source,
+                              std::uint64_t align, bool curve) {
+  CacheConfig base;
+  base.line_bytes = line_bytes;
+  base.policy = parse_cache_policy(policy);
+  base.write_back = !write_through;
+  base.write_allocate = write_allocate;
+  CacheRunOptions o;
+  if (caches.empty()) o.caches.push_back(parse_cache_spec("cache=" + size + "/" + ways, base));
+  for (const std::string& c : caches) o.caches.push_back(parse_cache_spec(c, base));
+  o.source = source, o.align = align, o.curve = curve;
+  return o;
+}
+
+py::object cache_py(SpecHandle& h, const TraceOptions& options, const CacheRunOptions& how, bool arrays) {
+  const auto schedule = h.schedule();
+  CacheRun run;
+  {
+    py::gil_scoped_release nogil;
+    run = simulate_caches(*schedule, options, how);
+  }
+  if (!arrays) return json_to_python(cache_json(run, *schedule));
+  // The curve as arrays: sizes in lines, misses in total and per tensor, the histogram.
+  const ReuseDistances& d = *run.curve;
+  std::vector<std::uint64_t> misses = d.misses_at_powers(), lines;
+  for (std::size_t k = 0; k < misses.size(); ++k) lines.push_back(std::uint64_t(1) << k);
+  std::vector<std::uint64_t> distances, counts;
+  for (std::size_t k = 0; k < d.histogram().size(); ++k)
+    if (d.histogram()[k]) distances.push_back(k), counts.push_back(d.histogram()[k]);
+  py::dict tensors;
+  for (const std::string& name : run.tensors)
+    if (const int t = schedule->find_tensor(name); t >= 0) tensors[py::str(name)] = adopt(d.misses_at_powers(std::uint32_t(t)));
+  py::dict out;
+  out["lines"] = adopt(std::move(lines));
+  out["misses"] = adopt(std::move(misses));
+  out["tensors"] = tensors;
+  out["distances"] = adopt(std::move(distances));
+  out["counts"] = adopt(std::move(counts));
+  out["accesses"] = d.accesses();
+  out["cold"] = d.cold();
+  out["line_bytes"] = how.caches.front().line_bytes;
+  return out;
+}
+
 py::object summary_py(SpecHandle& h, const TraceOptions& options, const std::string& windows, int threads) {
   const auto schedule = h.schedule();
   SummaryOptions so;
@@ -671,6 +720,17 @@ PYBIND11_MODULE(_looptrace, m) {
     const py::object none = py::none();
     return plot_raster_py(h, trace_options(tensors, einsums, max_timesteps, from, to, none, none, 0), color_by, rank,
                           memory_level, columns, rows);
+  });
+  m.def("cache", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
+                    py::object from, py::object to, py::object shard, const std::string& size,
+                    const std::string& ways, std::uint64_t line_bytes, const std::string& policy,
+                    bool write_through, bool write_allocate, const std::vector<std::string>& caches,
+                    const std::string& source, std::uint64_t align, bool curve, bool arrays) {
+    const py::object none = py::none();
+    return cache_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0),
+                    cache_options(size, ways, line_bytes, policy, write_through, write_allocate, caches, source,
+                                  align, curve || arrays),
+                    arrays);
   });
   m.def("bin_points", &bin_points);
   m.def("unravel", &unravel_py);

@@ -49,6 +49,8 @@ __all__ = [
     "summary",
     "movement",
     "describe",
+    "cache",
+    "cache_curve",
     "transfers",
     "plot_access_trace",
 ]
@@ -288,6 +290,65 @@ def transfers(
         int(cycles_per_timestep), rate
     )
     return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names, cycle, issue_rate is not None)
+
+
+def _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, size, ways,
+                line_bytes, policy, write_through, write_allocate, caches, source, align, curve, arrays):
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    return _looptrace.cache(handle, _names(tensors), _names(einsums), *sel, str(size), str(ways), int(line_bytes),
+                            str(policy), bool(write_through), bool(write_allocate), [str(c) for c in caches or []],
+                            str(source), int(align), bool(curve), bool(arrays))
+
+
+def cache(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    size="1MiB",
+    ways="16",
+    line_bytes: int = 64,
+    policy: str = "lru",
+    write_through: bool = False,
+    write_allocate: bool = True,
+    caches: Iterable[str] | None = None,
+    source: str = "trace",
+    align: int = 4096,
+    curve: bool = False,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+) -> dict:
+    """What ``looptrace cache`` prints, as a dict: per cache its shape, accesses, hits,
+    misses split into cold / capacity / conflict, write-backs, per tensor and per Einsum.
+    ``size`` in bytes or as "64KiB"; ``ways`` a number or "full"; ``caches`` a list of
+    "NAME=SIZE/WAYS" (a hierarchy, innermost first); ``source`` "trace" or
+    "transfers:LEVEL"; ``curve`` adds the miss-ratio curve."""
+    return _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, size, ways,
+                       line_bytes, policy, write_through, write_allocate, caches, source, align, curve, False)
+
+
+def cache_curve(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    line_bytes: int = 64,
+    source: str = "trace",
+    align: int = 4096,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+) -> dict:
+    """The miss-ratio curve of the stream a cache of ``line_bytes`` lines sees, as numpy
+    arrays: ``lines`` (1, 2, 4, ...), ``misses`` of a fully associative LRU cache of that
+    many lines, ``tensors`` {name: misses}, and the reuse-distance histogram as
+    ``distances`` / ``counts`` (cold accesses: ``cold``)."""
+    return _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, "1MiB", "16",
+                       line_bytes, "lru", False, True, None, source, align, True, True)
 
 
 from .plotting import plot_access_trace  # noqa: E402  (needs the names above)

@@ -51,5 +51,6 @@ void add_movement_command(CLI::App& app);
 void add_transfers_command(CLI::App& app);
 void add_describe_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
 
 }  // namespace looptrace::cli

@@ -75,6 +75,7 @@ SUBCOMMANDS = (
     ("describe", "--format", "text"), ("movement",), ("movement", "--format", "text"),
     ("transfers", "--level", "{level}"), ("transfers", "--level", "{level}", "--format", "dramsim3"),
     ("transfers", "--level", "{level}", "--format", "ramulator2"), ("plot", "-o", "-"),
+    ("cache", "--curve"), ("cache", "--format", "text"), ("cache", "--source", "transfers:{level}"),
 )
 
 
@@ -121,6 +122,10 @@ def check_output(args, p, einsum, tensor, what):
         elif sub == "transfers" and fmt is None:
             lines = [json.loads(l) for l in out.decode("utf-8").splitlines()]
             check(lines and all(l["tensor"] in (want_tensor, "Y") for l in lines), "%s: JSON lines" % what)
+        elif sub == "cache" and fmt != "text":
+            doc = json.loads(out.decode("utf-8"))
+            names = [t["tensor"] for t in doc["caches"][0]["tensors"]]
+            check(want_tensor in names, "%s: the tensor's name (%r)" % (what, names[:2]))
         elif sub == "plot":
             ET.fromstring(out)
         else:
@@ -150,6 +155,9 @@ def test_names_of_every_length_in_every_format():
                           % (what, p.returncode, p.stderr[-200:]))
                 elif n == 0 and args[0] == "transfers":  # an empty component is no component
                     check(p.returncode == 2 and b"transfers needs --level L" in p.stderr, "%s: exit 2 (%d, %r)"
+                          % (what, p.returncode, p.stderr[-200:]))
+                elif n == 0 and args[0] == "cache" and "--source" in args:  # no component, no level
+                    check(p.returncode == 2 and b"needs a level's name" in p.stderr, "%s: exit 2 (%d, %r)"
                           % (what, p.returncode, p.stderr[-200:]))
                 elif n > 65535 and "binary" in args and kind != "level":
                     check(p.returncode == 2 and b"at most 65535 bytes" in p.stderr and p.stdout == b"",

@@ -222,6 +222,28 @@ def test_describe_equals_cli(fused):
     assert looptrace.describe(fused) == json.loads(cli("describe", *MATMULS, *cli_defines(DEFINES)))
 
 
+def test_cache_equal_cli(conv, fused):
+    # The same dict as `looptrace cache`, and the conv1d example's figures (README "Caches").
+    for spec, files, d in [(conv, CONV, {}), (fused, MATMULS, DEFINES)]:
+        for kw, args in [({}, []),
+                         (dict(size=128, ways=1, align=64, curve=True), ["--size", "128", "--ways", "1", "--align", "64", "--curve"]),
+                         (dict(size="64KiB", ways="full", policy="fifo", write_through=True, source="transfers:MainMemory"),
+                          ["--size", "64KiB", "--ways", "full", "--policy", "fifo", "--write-through",
+                           "--source", "transfers:MainMemory"]),
+                         (dict(caches=["L1=128/2", "L2=1KiB/4"], line_bytes=16), ["--cache", "L1=128/2", "--cache", "L2=1KiB/4",
+                                                                               "--line-bytes", "16"])]:
+            assert looptrace.cache(spec, **kw) == json.loads(cli("cache", *files, *cli_defines(d), *args))
+    c = looptrace.cache(conv, size=128, ways=1, align=64)["caches"][0]
+    assert (c["accesses"], c["hits"], c["misses"], c["cold"], c["capacity"], c["conflict"], c["writebacks"]) == \
+        (72, 23, 49, 3, 69, -23, 24)
+    curve = looptrace.cache_curve(conv, align=64)
+    assert list(curve["lines"]) == [1, 2, 4] and list(curve["misses"]) == [72, 72, 3]
+    assert list(curve["distances"]) == [2] and list(curve["counts"]) == [69]
+    assert list(curve["tensors"]["W"]) == [24, 24, 1]
+    with pytest.raises(SpecError, match="not a whole number of 64 bytes lines"):
+        looptrace.cache(conv, size=1000)
+
+
 def test_transfers_equal_cli(conv, fused):
     for spec, files, d in [(conv, CONV, {}), (fused, MATMULS, DEFINES)]:
         expected = [json.loads(l) for l in cli("transfers", *files, *cli_defines(d), "--level", "MainMemory").splitlines()]

@@ -1,0 +1,232 @@
+// An exact cache simulator as a stage (SEMANTICS "Caches"):
+//
+//   trace_pipeline(s, o) | cache(config)                  the trace at the compute
+//   transfer_pipeline(s, o, t) | cache(config)            a cache in front of level L
+//   ... | cache({l1, l2})                                 a hierarchy, innermost first
+//   ... | cache(config) | cache_traffic()                 what goes down: a transfer
+//                                                         trace (issue_cycles, sinks)
+//
+// The stage yields one CacheAccess per line access (of the last cache of a hierarchy):
+// hit or miss, the evicted line, what was sent down. Its counts (accesses, hits, misses
+// split by the three Cs, write-backs) are read with counts() once the stream is done.
+// Tags live in flat arrays per set; nothing is allocated per access.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "looptrace/support/error.hpp"
+#include "looptrace/stages/cache_lines.hpp"
+#include "looptrace/stages/pipeline.hpp"
+#include "looptrace/stages/transfer_request.hpp"
+
+namespace looptrace {
+
+enum class CachePolicy { lru, fifo, plru };
+
+struct CacheConfig {
+  std::string name = "cache";
+  std::uint64_t size = 1 << 20;  // bytes
+  std::uint64_t ways = 16;       // 0: fully associative
+  std::uint64_t line_bytes = 64;
+  CachePolicy policy = CachePolicy::lru;
+  bool write_back = true;      // else write-through
+  bool write_allocate = true;
+  bool three_cs = true;        // classify misses (a shadow fully associative LRU cache)
+
+  std::uint64_t lines() const { return size / line_bytes; }
+  std::uint64_t associativity() const { return ways == 0 ? lines() : ways; }
+  std::uint64_t sets() const { return lines() / associativity(); }
+};
+
+// Refuses (SpecError) a shape no cache has: a line that is not a power of two, a size
+// that is not a whole number of sets, more ways than lines, plru over ways that are not
+// a power of two.
+void check_cache_config(const CacheConfig& config);
+// "lru", "fifo", "plru"; SpecError otherwise.
+CachePolicy parse_cache_policy(const std::string& text);
+const char* policy_name(CachePolicy policy);
+
+struct CacheCounts {
+  std::uint64_t accesses = 0, hits = 0, misses = 0;
+  std::uint64_t cold = 0;      // misses on the line's first access
+  std::uint64_t capacity = 0;  // non-cold misses of the fully associative LRU shadow
+  std::uint64_t writebacks = 0, write_throughs = 0;
+  // What neither cold nor capacity explains; negative where the policy beats LRU.
+  std::int64_t conflict() const { return std::int64_t(misses) - std::int64_t(cold) - std::int64_t(capacity); }
+  CacheCounts& operator+=(const CacheCounts& o);
+};
+
+struct CacheReport {
+  CacheConfig config;
+  CacheCounts total;
+  std::vector<CacheCounts> tensors;  // per Schedule::tensors
+  std::vector<CacheCounts> traces;   // per Schedule::traces (no write-backs: a victim has no trace)
+};
+
+struct CacheAccess {
+  enum Flags : std::uint8_t {
+    write = 1,
+    hit = 2,
+    evicted = 4,   // a line left the cache (`victim`)
+    dirty = 8,     // ... and was written back
+    fetched = 16,  // the line was read from below (a miss that allocates)
+    through = 32,  // the write went down at once (write-through, or a write miss without allocation)
+  };
+  std::int64_t timestep;
+  std::uint64_t address;  // the line's first byte
+  std::uint64_t victim;   // the evicted line's first byte (with `evicted`)
+  std::uint32_t trace;    // Schedule::traces, or kNoTrace
+  std::uint32_t tensor;
+  std::uint32_t victim_tensor;
+  std::uint8_t flags;
+
+  bool is(Flags f) const { return (flags & f) != 0; }
+};
+
+// One cache: feed it line accesses in order, read its counts.
+class CacheModel {
+ public:
+  CacheModel(const CacheConfig& config, std::size_t tensors, std::size_t traces);  // checks config
+  CacheModel(CacheModel&&) noexcept;
+  CacheModel& operator=(CacheModel&&) noexcept;
+  ~CacheModel();
+
+  // Appends one CacheAccess per line access to `out`.
+  void run(std::span<const LineAccess> in, std::vector<CacheAccess>& out);
+  // The stream is over: lines still dirty are write-backs. Once; later calls do nothing.
+  void finish();
+  CacheReport report() const;
+  const CacheConfig& config() const;
+
+ private:
+  struct Impl;
+  Impl* impl_ = nullptr;  // owned (opaque, so the header stays light)
+};
+
+// What one cache sends down for `a`, in the contract's order (the victim's write-back,
+// then the fetch or the unallocated write, then the write-through), as requests.
+inline void traffic_of(const CacheAccess& a, std::vector<TransferRequest>& out) {
+  if (a.is(CacheAccess::dirty)) out.push_back({a.timestep, a.victim, true, 0, a.victim_tensor});
+  if (a.is(CacheAccess::fetched)) out.push_back({a.timestep, a.address, false, 0, a.tensor});
+  if (a.is(CacheAccess::through)) out.push_back({a.timestep, a.address, true, 0, a.tensor});
+}
+
+// The line accesses of the next cache down: `traffic_of` cut to its lines.
+void lower_lines(std::span<const CacheAccess> in, std::uint64_t upper_line_bytes, std::uint64_t lower_line_bytes,
+                 std::vector<LineAccess>& out);
+
+template <LineSource Up>
+class Cache : public Stage<Cache<Up>, CacheAccess> {
+ public:
+  Cache(Up up, const std::vector<CacheConfig>& levels) : up_(std::move(up)) {
+    for (const CacheConfig& c : levels)
+      levels_.emplace_back(c, this->schedule().tensors.size(), this->schedule().traces.size());
+    between_.resize(levels.size());
+  }
+
+  // The next line accesses' outcomes at the last cache, in time order.
+  std::span<const CacheAccess> next_batch(std::int64_t until = kEndOfTime) {
+    for (;;) {
+      const std::span<const LineAccess> in = up_.next_batch(until);
+      if (in.empty()) {
+        // Empty before the end of time: the stream is done (next_timestep() may stay a
+        // lower bound, as a transfer trace cut at --to leaves it).
+        if (until == kEndOfTime || up_.next_timestep() == kEndOfTime)
+          for (CacheModel& m : levels_) m.finish();
+        return {};
+      }
+      std::span<const LineAccess> lines = in;
+      for (std::size_t i = 0; i < levels_.size(); ++i) {
+        between_[i].clear();
+        levels_[i].run(lines, between_[i]);
+        if (i + 1 == levels_.size()) break;
+        lower_lines(between_[i], levels_[i].config().line_bytes, levels_[i + 1].config().line_bytes, lower_);
+        lines = lower_;
+      }
+      if (!between_.back().empty()) return between_.back();
+    }
+  }
+  std::int64_t next_timestep() const { return up_.next_timestep(); }
+  const StreamContext& context() const { return up_.context(); }
+  const Up& upstream() const { return up_; }
+  Up& upstream() { return up_; }
+  // Each cache's counts, innermost first (complete once the stream is done).
+  std::vector<CacheReport> counts() const {
+    std::vector<CacheReport> out;
+    for (const CacheModel& m : levels_) out.push_back(m.report());
+    return out;
+  }
+  const CacheConfig& last_config() const { return levels_.back().config(); }
+
+ private:
+  Up up_;
+  std::vector<CacheModel> levels_;
+  std::vector<std::vector<CacheAccess>> between_;  // per level: its outcomes of this batch
+  std::vector<LineAccess> lower_;
+};
+
+struct CacheAdaptor : StageAdaptor {
+  std::vector<CacheConfig> levels;
+  std::optional<AddressMap> map;  // the layout (none: the one `transfers` uses)
+
+  template <Source Up>
+  auto operator()(Up up) const {
+    if constexpr (LineSource<Up>)
+      return Cache<Up>(std::move(up), levels);
+    else
+      return std::move(up) | cache_lines(levels.front().line_bytes, map) | *this;
+  }
+};
+
+// `... | cache(config)`: one cache; `cache({inner, ..., outer})`: a hierarchy, each
+// cache's traffic going to the next. Over accesses or transfer requests, the lines are
+// made first (cache_lines, with the first cache's line size).
+inline CacheAdaptor cache(std::vector<CacheConfig> levels, std::optional<AddressMap> map = {}) {
+  for (const CacheConfig& c : levels) check_cache_config(c);
+  if (levels.empty()) throw SpecError("a cache stage needs at least one cache");
+  CacheAdaptor a;
+  a.levels = std::move(levels);
+  a.map = std::move(map);
+  return a;
+}
+inline CacheAdaptor cache(CacheConfig config, std::optional<AddressMap> map = {}) {
+  return cache(std::vector<CacheConfig>{std::move(config)}, std::move(map));
+}
+
+// What the last cache sends down, as a transfer trace (child 0): misses as DRAMsim3 or
+// Ramulator 2 input through issue_cycles and make_transfer_sink. Dirty lines left at the
+// end go nowhere (they are counted as write-backs).
+template <Source Up>
+  requires std::same_as<ValueOf<Up>, CacheAccess>
+class CacheTraffic : public ForwardingStage<CacheTraffic<Up>, Up, TransferRequest> {
+ public:
+  explicit CacheTraffic(Up up) : ForwardingStage<CacheTraffic<Up>, Up, TransferRequest>(std::move(up)) {}
+
+  std::span<const TransferRequest> next_batch(std::int64_t until = kEndOfTime) {
+    out_.clear();
+    while (out_.empty()) {
+      const auto in = this->up_.next_batch(until);
+      if (in.empty()) break;
+      for (const CacheAccess& a : in) traffic_of(a, out_);
+    }
+    return out_;
+  }
+
+ private:
+  std::vector<TransferRequest> out_;
+};
+
+struct CacheTrafficAdaptor : StageAdaptor {
+  template <Source Up>
+  CacheTraffic<Up> operator()(Up up) const {
+    return CacheTraffic<Up>(std::move(up));
+  }
+};
+inline CacheTrafficAdaptor cache_traffic() { return {}; }
+
+}  // namespace looptrace

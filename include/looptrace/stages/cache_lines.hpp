@@ -1,0 +1,149 @@
+// What a cache sees (SEMANTICS "Caches"): the stream turned into line accesses.
+//
+//   trace_pipeline(...) | cache_lines(64)      at each timestep all reads, then all
+//                                              writes, each group in trace order and
+//                                              elements ascending, each access the lines
+//                                              its bytes cover; a line touched again by
+//                                              the same trace and the same read/write in
+//                                              one timestep counts once
+//   transfer_pipeline(...) | cache_lines(64)   each request one line, in stream order
+//
+// Addresses come from an AddressMap (the layout `transfers` uses unless one is given),
+// through line_of() alone.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/stages/pipeline.hpp"
+#include "looptrace/stages/transfer_request.hpp"
+
+namespace looptrace {
+
+// The trace of a line access that no trace makes (a transfer request, a lower cache's
+// traffic).
+inline constexpr std::uint32_t kNoTrace = UINT32_MAX;
+
+struct LineAccess {
+  std::int64_t timestep;
+  std::uint64_t line;     // address / line bytes
+  std::uint32_t trace;    // Schedule::traces, or kNoTrace
+  std::uint32_t tensor;   // Schedule::tensors
+  bool write;
+};
+
+template <class S>
+concept LineSource = Source<S> && std::same_as<BatchOf<S>, std::span<const LineAccess>>;
+template <class S>
+concept RequestSource = Source<S> && std::same_as<ValueOf<S>, TransferRequest>;
+
+// The byte address of an element: the one place a cache computes one, so a layout
+// (AddressMap::address) replaces this body alone.
+inline std::uint64_t element_address(const AddressMap& map, std::uint32_t tensor, std::int64_t element) {
+  return map.base[tensor] + std::uint64_t(element) * map.bytes[tensor];
+}
+
+// The layout `transfers` uses for the tensors a stream traces (align: 4096 by default).
+AddressMap default_address_map(const Schedule& schedule, const StreamContext& context, std::uint64_t align = 4096);
+
+// The lines of one timestep of accesses, in the contract's order. Memory follows one
+// timestep's tile; nothing is allocated per access once the buffers have grown.
+class TimestepLines {
+ public:
+  TimestepLines() = default;
+  TimestepLines(const Schedule& schedule, AddressMap map, std::uint64_t line_bytes);
+
+  // One batch of a timestep's records, traces in order (as the trace pipeline yields
+  // them: leaf by leaf in tree order, tensor by tensor): appends the reads' lines to
+  // `out` at once and keeps the writes, which come after every read of the timestep.
+  void take(std::span<const AccessRecord> records, std::vector<LineAccess>& out);
+  // The timestep is over: appends the writes' lines.
+  void end_timestep(std::vector<LineAccess>& out);
+  const AddressMap& addresses() const { return map_; }
+
+ private:
+  void groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out);
+  void group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
+  bool seen_in_group(std::uint64_t line);
+
+  AddressMap map_;
+  unsigned shift_ = 6;
+  std::vector<std::uint32_t> tensor_;  // per trace
+  std::vector<std::uint8_t> output_;   // per trace: 1 for a write
+  // The lines of the current group, for layouts whose lines do not ascend: an open
+  // addressing set cleared by bumping its generation.
+  std::vector<std::uint64_t> set_lines_;
+  std::vector<std::uint32_t> set_gen_;
+  std::uint32_t gen_ = 0;
+  std::size_t set_size_ = 0;
+  std::vector<std::uint64_t> group_lines_;
+  std::vector<AccessRecord> writes_;  // of the current timestep (outputs: small beside the reads)
+};
+
+template <Source Up>
+class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
+ public:
+  CacheLines(Up up, std::uint64_t line_bytes, std::optional<AddressMap> map) : up_(std::move(up)) {
+    line_bytes_ = line_bytes;
+    if constexpr (AccessSource<Up>)
+      lines_ = TimestepLines(this->schedule(), map ? std::move(*map) : default_address_map(this->schedule(), context()),
+                             line_bytes);
+  }
+
+  std::span<const LineAccess> next_batch(std::int64_t until = kEndOfTime) {
+    out_.clear();
+    if constexpr (AccessSource<Up>) {
+      // A timestep's records may come in several batches (one per leaf): its reads go
+      // out as they come, its writes when it is over.
+      while (out_.size() < kDefaultBatchRecords) {
+        const std::int64_t t = later(up_.next_timestep(), floor_);  // a lower bound: always move on
+        if (t >= until || t == kEndOfTime) break;
+        floor_ = t + 1;
+        for (AccessBatch b = up_.next_batch(t + 1); !b.empty(); b = up_.next_batch(t + 1))
+          lines_.take(b.records, out_);
+        lines_.end_timestep(out_);
+      }
+    } else {
+      const unsigned shift = unsigned(__builtin_ctzll(line_bytes_));
+      for (const TransferRequest& r : up_.next_batch(until))
+        out_.push_back({r.timestep, r.address >> shift, kNoTrace, r.tensor, r.write});
+    }
+    return out_;
+  }
+  std::int64_t next_timestep() const { return up_.next_timestep(); }
+  const StreamContext& context() const { return up_.context(); }
+  std::uint64_t line_bytes() const { return line_bytes_; }
+  const Up& upstream() const { return up_; }
+
+ private:
+  Up up_;
+  std::uint64_t line_bytes_ = 64;
+  std::int64_t floor_ = 0;  // the timesteps before it are done
+  TimestepLines lines_;
+  std::vector<LineAccess> out_;
+};
+
+struct CacheLinesAdaptor : StageAdaptor {
+  std::uint64_t line_bytes = 64;
+  std::optional<AddressMap> map;  // --layout goes here; none: default_address_map
+  template <Source Up>
+    requires AccessSource<Up> || RequestSource<Up>
+  CacheLines<Up> operator()(Up up) const {
+    return CacheLines<Up>(std::move(up), line_bytes, map);
+  }
+};
+
+// `... | cache_lines(B)`: line accesses of B bytes (a power of two).
+inline CacheLinesAdaptor cache_lines(std::uint64_t line_bytes, std::optional<AddressMap> map = {}) {
+  CacheLinesAdaptor a;
+  a.line_bytes = line_bytes;
+  a.map = std::move(map);
+  return a;
+}
+
+}  // namespace looptrace

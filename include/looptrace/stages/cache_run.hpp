@@ -1,0 +1,48 @@
+// `looptrace cache` as a function: the source (the trace at the compute, or the
+// transfer trace of a level) composed with cache_lines, reuse_distances (for the
+// curve) and a cache hierarchy, pulled to the end. The CLI and Python both call it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "looptrace/options.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/stages/cache.hpp"
+#include "looptrace/stages/reuse_distances.hpp"
+
+namespace looptrace {
+
+struct CacheRunOptions {
+  std::vector<CacheConfig> caches;  // innermost first
+  std::string source = "trace";     // or "transfers:LEVEL"
+  std::uint64_t align = 4096;       // of the default layout
+  bool curve = false;
+  // --layout FILE (the layout engine): a map here replaces the default layout.
+  std::optional<AddressMap> layout;
+};
+
+struct CacheRun {
+  std::string source;
+  std::vector<std::string> tensors;  // traced, in layout order
+  std::vector<CacheReport> caches;
+  std::optional<ReuseDistances> curve;
+  bool transfers_empty_level = false;  // --source transfers:L of a level with no child
+};
+
+// "1048576", "64KiB", "1MiB", "2GiB" (also "B", "KB" = KiB, "MB", "GB"); SpecError
+// naming `what` otherwise.
+std::uint64_t parse_bytes(const std::string& text, const std::string& what);
+// "NAME=SIZE/W" (W a number or "full"), the rest of `base` kept.
+CacheConfig parse_cache_spec(const std::string& text, const CacheConfig& base);
+
+// Runs the caches over the selection of `o`; `each` (if given) sees every batch of the
+// last cache's outcomes. Throws SpecError for a bad cache, source or selection.
+CacheRun simulate_caches(const Schedule& schedule, const TraceOptions& o, const CacheRunOptions& options,
+                         const std::function<void(std::span<const CacheAccess>)>& each = {});
+
+}  // namespace looptrace

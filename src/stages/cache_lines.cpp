@@ -1,0 +1,104 @@
+#include "looptrace/stages/cache_lines.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "looptrace/stages/transfers.hpp"
+
+namespace looptrace {
+
+AddressMap default_address_map(const Schedule& s, const StreamContext& context, std::uint64_t align) {
+  return AddressMap::make(s, traced_tensors(s, context), align);
+}
+
+TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t line_bytes)
+    : map_(std::move(map)), shift_(unsigned(std::countr_zero(line_bytes))) {
+  for (const TraceInfo& t : s.traces) {
+    tensor_.push_back(std::uint32_t(t.tensor_index));
+    output_.push_back(t.is_output ? 1 : 0);
+  }
+}
+
+void TimestepLines::take(std::span<const AccessRecord> records, std::vector<LineAccess>& out) {
+  groups(records, false, out);
+}
+
+void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
+  // Leaves merged by time come in tree order, so this sort only guards the contract.
+  const auto by_trace = [](const AccessRecord& a, const AccessRecord& b) { return a.trace < b.trace; };
+  if (!std::is_sorted(writes_.begin(), writes_.end(), by_trace))
+    std::stable_sort(writes_.begin(), writes_.end(), by_trace);
+  groups(writes_, true, out);
+  writes_.clear();
+}
+
+// Each trace's run of records: its lines now, or (a write, before the timestep is
+// over) kept for end_timestep().
+void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out) {
+  std::size_t begin = 0;
+  while (begin < records.size()) {
+    std::size_t end = begin + 1;
+    const std::uint32_t trace = records[begin].trace;
+    while (end < records.size() && records[end].trace == trace) ++end;
+    const auto run = records.subspan(begin, end - begin);
+    if (output_[trace] && !writes) writes_.insert(writes_.end(), run.begin(), run.end());
+    else group(run, output_[trace] != 0, out);
+    begin = end;
+  }
+}
+
+// The lines of one trace's accesses at one timestep, each once. With the default
+// layout they ascend, so comparing with the last line suffices; the set is for
+// layouts that do not keep element order.
+void TimestepLines::group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out) {
+  const std::uint32_t trace = records.front().trace, tensor = tensor_[trace];
+  const std::uint64_t bytes = map_.bytes[tensor];
+  bool ascending = true;
+  std::uint64_t next = 0;  // while ascending: the line after the last one given
+  group_lines_.clear();
+  for (const AccessRecord& r : records) {
+    const std::uint64_t a = element_address(map_, tensor, r.element);
+    const std::uint64_t first = a >> shift_, last = (a + bytes - 1) >> shift_;
+    if (ascending && last + 1 == next) continue;  // within the last line given (the common case)
+    for (std::uint64_t l = first; l <= last; ++l) {
+      if (ascending) {
+        if (l + 1 == next) continue;  // the last line again
+        if (l >= next) {
+          next = l + 1;
+          group_lines_.push_back(l);
+          out.push_back({r.timestep, l, trace, tensor, write});
+          continue;
+        }
+        // Below the last line: the order breaks; from here on, a set of the lines given.
+        ascending = false;
+        if (++gen_ == 0) std::fill(set_gen_.begin(), set_gen_.end(), 0), gen_ = 1;
+        set_size_ = 0;
+        for (std::uint64_t g : group_lines_) seen_in_group(g);
+      }
+      if (!seen_in_group(l)) out.push_back({r.timestep, l, trace, tensor, write});
+    }
+  }
+}
+
+// Whether `line` is in the group's set; adds it if not.
+bool TimestepLines::seen_in_group(std::uint64_t line) {
+  if (2 * (set_size_ + 1) > set_lines_.size()) {  // grow, keeping this generation's lines
+    std::vector<std::uint64_t> old;
+    for (std::size_t i = 0; i < set_lines_.size(); ++i)
+      if (set_gen_[i] == gen_) old.push_back(set_lines_[i]);
+    set_lines_.assign(std::max<std::size_t>(64, 4 * set_lines_.size()), 0);
+    set_gen_.assign(set_lines_.size(), 0);
+    set_size_ = 0;
+    for (std::uint64_t l : old) seen_in_group(l);
+  }
+  const std::size_t mask = set_lines_.size() - 1;
+  for (std::size_t i = (line * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (set_gen_[i] != gen_) {
+      set_gen_[i] = gen_, set_lines_[i] = line, ++set_size_;
+      return false;
+    }
+    if (set_lines_[i] == line) return true;
+  }
+}
+
+}  // namespace looptrace

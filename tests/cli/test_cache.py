@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Drives `looptrace cache`: the conv1d example at a 2-line cache (the README's
+hand-worked figures), per tensor and per Einsum, --source transfers:MainMemory, a
+hierarchy, the curve, --format text, --misses as DRAMsim3 / Ramulator 2 lines, and bad
+input (exit 2 with a clear message).
+
+usage: test_cache.py PATH/TO/looptrace
+
+Prints one line per failed check and 'N passed, M failed' last; exits 1 on any failure."""
+import json
+import os
+import re
+
+import harness
+from harness import ROOT, check, run
+
+CONV1D = [os.path.join(ROOT, "tests", "specs", f) for f in ("conv1d.workload.yaml", "conv1d.mapping.yaml")]
+
+
+def cache(*args):
+    r = run("cache", *CONV1D, *args)
+    check(r.returncode == 0, "cache %s exits 0 (rc %d, %s)" % (" ".join(args), r.returncode, r.stderr.strip()))
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def counts(c, *fields):
+    return tuple(c[f] for f in fields)
+
+
+F = ("accesses", "hits", "misses", "cold", "capacity", "conflict", "writebacks")
+
+
+def test_worked_example():
+    # I, W, O at lines 0x0, 0x40, 0x80: direct mapped, 2 sets, I and O share set 0.
+    out = cache("--size", "128", "--ways", "1", "--align", "64")
+    c = out["caches"][0]
+    check(counts(c, *F) == (72, 23, 49, 3, 69, -23, 24), "direct-mapped conv1d: %s" % (counts(c, *F),))
+    check((c["sets"], c["ways"], c["policy"]) == (2, 1, "lru"), "shape %s" % c)
+    t = {x["tensor"]: counts(x, *F) for x in c["tensors"]}
+    check(t == {"I": (24, 0, 24, 1, 23, 0, 0), "W": (24, 23, 1, 1, 23, -23, 0), "O": (24, 0, 24, 1, 23, 0, 24)},
+          "per tensor %s" % t)
+    check([e["einsum"] for e in c["einsums"]] == ["Conv"] and "writebacks" not in c["einsums"][0], "einsums %s" % c["einsums"])
+    full = cache("--size", "128", "--ways", "full")["caches"][0]
+    check(counts(full, *F) == (72, 0, 72, 3, 69, 0, 24) and full["ways"] == "full", "full LRU %s" % (counts(full, *F),))
+
+
+def test_transfers_source_and_hierarchy():
+    c = cache("--size", "128", "--ways", "full", "--source", "transfers:MainMemory")["caches"][0]
+    check(counts(c, "accesses", "misses", "cold", "writebacks") == (24, 24, 3, 8), "transfers source %s" % c)
+    check(c["einsums"] == [], "no einsums for transfers")
+    h = cache("--cache", "L1=64/1", "--cache", "L2=192/full", "--align", "64")
+    l1, l2 = h["caches"]
+    # L1 (one line) misses all 72; L2 sees each miss's write-back and fetch.
+    check(l1["misses"] == 72 and l2["accesses"] == 72 + l1["writebacks"] - 1, "hierarchy %s %s" % (l1, l2))
+    check(l2["cold"] == 3 and l2["misses"] == 3, "L2 holds the three lines: %s" % l2)
+
+
+def test_curve():
+    out = cache("--size", "128", "--ways", "full", "--curve", "--align", "64")
+    cv = out["curve"]
+    # Three lines in turn: distance 2 every time after the first three.
+    check(cv["lines"] == [1, 2, 4] and cv["misses"] == [72, 72, 3], "curve %s" % cv)
+    check(cv["histogram"] == [[2, 69]], "histogram %s" % cv["histogram"])
+    check({t["tensor"]: t["misses"] for t in cv["tensors"]} == {"I": [24, 24, 1], "W": [24, 24, 1], "O": [24, 24, 1]},
+          "per tensor curve %s" % cv["tensors"])
+    check(out["caches"][0]["misses"] == cv["misses"][1], "the curve at 2 lines is the 2-line LRU cache")
+
+
+def test_text():
+    r = run("cache", *CONV1D, "--size", "128", "--ways", "1", "--format", "text", "--curve")
+    check(r.returncode == 0 and "hit rate" in r.stdout and "tensor W" in r.stdout and "miss-ratio curve" in r.stdout,
+          "text table: %s" % r.stdout[:300])
+
+
+def test_misses():
+    r = run("cache", *CONV1D, "--size", "128", "--ways", "full", "--misses", "--format", "dramsim3",
+            "--source", "transfers:MainMemory", "--cycles-per-timestep", "10")
+    lines = r.stdout.splitlines()
+    ok = all(re.fullmatch(r"0x[0-9a-f]+ (READ|WRITE) \d+", x) for x in lines)
+    check(r.returncode == 0 and ok and len(lines) == 31, "dramsim3 misses: %d lines %s" % (len(lines), lines[:4]))
+    check(lines[:3] == ["0x0 READ 0", "0x1000 READ 0", "0x2000 READ 30"], "first misses %s" % lines[:3])
+    r = run("cache", *CONV1D, "--size", "128", "--ways", "full", "--misses", "--format", "ramulator2")
+    check(r.returncode == 0 and r.stdout.splitlines()[0] == "LD 0x0", "ramulator2 %s" % r.stdout[:40])
+
+
+def test_selection():
+    # A window starts the cache empty: 3 cold misses again.
+    c = cache("--size", "128", "--ways", "full", "--from", "6", "--to", "12")["caches"][0]
+    check(counts(c, "accesses", "cold") == (18, 3), "window %s" % c)
+    c = cache("--size", "128", "--ways", "full", "--tensors", "W")["caches"][0]
+    check(counts(c, "accesses", "misses", "cold") == (24, 1, 1), "only W (one line): %s" % c)
+
+
+def test_errors():
+    for args, words in [
+        (["--size", "1000"], "not a whole number of 64 bytes lines"),
+        (["--size", "1536", "--ways", "16"], "multiple of line x ways"),
+        (["--size", "128", "--ways", "4"], "more than its 2 lines"),
+        (["--line-bytes", "48", "--size", "4800", "--ways", "1"], "power of two"),
+        (["--size", "768", "--ways", "3", "--policy", "plru"], "plru"),
+        (["--source", "transfers:L9"], "no Storage node has level 'L9'"),
+        (["--source", "dram"], "--source takes"),
+        (["--size", "1.5MiB"], "takes bytes"),
+        (["--cache", "L1"], "NAME=SIZE/WAYS"),
+        (["--misses"], "--format dramsim3"),
+        (["--sample-timesteps", "3"], "whole stretches"),
+    ]:
+        r = run("cache", *CONV1D, *args)
+        check(r.returncode == 2 and words in r.stderr, "cache %s: exit 2 with '%s' (rc %d, %s)" %
+              (" ".join(args), words, r.returncode, r.stderr.strip()))
+
+
+def main():
+    return harness.main((test_worked_example, test_transfers_source_and_hierarchy, test_curve, test_text, test_misses,
+                         test_selection, test_errors))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
