@@ -1,0 +1,81 @@
+// Tile windows over time, in closed form (SEMANTICS "Tile windows" and "Data movement"):
+// per memory level, per Storage node and tensor, the runs of windows that move alike,
+// each with its tile, fills and drains per window, from the boxes summarize_movement
+// counts (no access is visited); and what a level holds over time. What a timeline or
+// a footprint panel draws. Time and memory follow the runs, not the windows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/closed_form/movement.hpp"  // FootprintPeak
+#include "looptrace/closed_form/summary.hpp"
+#include "looptrace/closed_form/window_runs.hpp"
+#include "looptrace/compile/schedule.hpp"
+#include "looptrace/options.hpp"
+
+namespace looptrace {
+
+// `windows.count` windows, each with this tile, fills and drains (elements).
+struct TileRun {
+  WindowRun windows;
+  std::int64_t tile = 0, fills = 0, drains = 0;
+};
+
+// One (Storage node, tensor): its windows in the traced window, in time order.
+struct TileTrack {
+  std::uint32_t storage = 0;  // into Schedule::storages
+  std::string tensor;
+  std::optional<std::int64_t> bytes_per_value;  // from bits_per_value, rounded up
+  std::vector<TileRun> runs;
+};
+
+struct LevelTiles {
+  std::string level;
+  std::vector<TileTrack> tracks;     // nodes in tree order, a node's tensors in its order
+  std::vector<std::string> einsums;  // those with a leaf below the level's nodes
+  std::optional<double> capacity_bits;
+  std::optional<std::string> capacity_unevaluated;  // needs AccelForge's context
+  std::string not_closed;  // why the level has no tracks (its tiles are not boxes, ...)
+  bool has_bytes() const;  // every track has a size per element
+};
+
+struct TileTimeline {
+  TimeRange window;              // the traced window
+  std::int64_t n_timesteps = 0;  // of the whole schedule
+  std::vector<EinsumSpan> einsum_spans;  // as the summary's
+  std::vector<LevelTiles> levels;        // tree order; those holding a traced tensor
+};
+
+// Throws SpecError for a sampled selection (windows need whole stretches of time).
+TileTimeline tile_timeline(const Schedule& schedule, const TraceOptions& options = {});
+
+// How finely a track is drawn: 0, each window; g >= 1, one span per g runs.
+using RunsPerSpan = std::int64_t;
+
+// Windows (or runs of them) as one stretch: [from, to), the largest tile in it, the
+// fills and drains of all its windows; `exact` when it is one window or back to back
+// windows of one tile (the footprint over it is `tile` throughout).
+struct TileSpan {
+  std::int64_t from = 0, to = 0, windows = 0, tile = 0, fills = 0, drains = 0;
+  bool exact = true;
+};
+
+std::vector<TileSpan> tile_spans(const TileTrack& track, RunsPerSpan g);
+std::int64_t span_count(const TileTrack& track, RunsPerSpan g);
+// The finest g (0 first, then 1, 2, 4, ...) at which the spans of all levels number at
+// most `max_spans`; the coarsest tried if none does.
+RunsPerSpan finest_within(const TileTimeline& timeline, std::int64_t max_spans);
+
+// From `at` on (to the next step), the level holds this many elements (and bytes, 0
+// without sizes): the sum of the tiles of the spans that contain the timestep. Exact
+// where every span is; a span that is not counts its largest tile over its whole
+// stretch (an upper bound that keeps every peak). The last step holds nothing.
+struct FootprintStep {
+  std::int64_t at = 0, elements = 0, bytes = 0;
+};
+std::vector<FootprintStep> footprint_steps(const LevelTiles& level, RunsPerSpan g);
+
+}  // namespace looptrace

@@ -1,0 +1,35 @@
+// A timeline of the memory levels as Chrome trace-event JSON (what Perfetto and
+// chrome://tracing open): one process per memory level, holding its Einsums' spans,
+// its tile windows per tensor as slices ("X" events) and its footprint, fills and
+// drains as counters ("C" events); "M" events name the tracks. The time axis is in
+// timesteps (1 us each), or cycles with cycles_per_timestep. Past max_events the
+// windows are drawn a run (or several) per slice, which says so in its args.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "looptrace/closed_form/tile_timeline.hpp"
+
+namespace looptrace {
+
+struct TimelineOptions {
+  std::int64_t max_events = 200'000;
+  std::int64_t cycles_per_timestep = 0;  // 0: the axis and the rates are per timestep
+};
+
+struct TimelineInfo {
+  std::int64_t events = 0;
+  RunsPerSpan runs_per_span = 0;  // 0: one slice per window
+};
+
+// The finest spans (every window, then 1, 2, 4, ... runs per slice) at which all the
+// events the timeline writes, counted exactly, number at most `max_events`; throws
+// SpecError when even one slice per tile track does not fit.
+RunsPerSpan timeline_runs_per_span(const TileTimeline& timeline, std::int64_t max_events,
+                                   std::int64_t cycles_per_timestep = 0);
+
+std::string timeline_json(const TileTimeline& timeline, const TimelineOptions& options = {},
+                          TimelineInfo* info = nullptr);
+
+}  // namespace looptrace
