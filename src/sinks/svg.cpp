@@ -290,7 +290,12 @@ class SvgPicture {
     std::string d;
     const double width = layout_.plot_width / double(std::max<std::size_t>(columns.size(), 1));
     path(d, {{'M', left}, {' ', top + h}});
-    for (std::size_t c = 0; c < columns.size(); ++c) path(d, {{'V', y_at(columns[c])}, {'H', left + double(c + 1) * width}});
+    for (std::size_t c = 0; c < columns.size();) {  // a run of equal columns is one step
+      std::size_t end = c + 1;
+      while (end < columns.size() && columns[end] == columns[c]) ++end;
+      path(d, {{'V', y_at(columns[c])}, {'H', left + double(end) * width}});
+      c = end;
+    }
     path(d, {{'V', top + h}});
     d += 'z';
     out_ += "<path class=\"held\" fill=\"" + std::string(kFootprintFill) + "\" d=\"" + d + "\"/>\n";
