@@ -75,6 +75,7 @@ SUBCOMMANDS = (
     ("describe", "--format", "text"), ("movement",), ("movement", "--format", "text"),
     ("transfers", "--level", "{level}"), ("transfers", "--level", "{level}", "--format", "dramsim3"),
     ("transfers", "--level", "{level}", "--format", "ramulator2"), ("plot", "-o", "-"),
+    ("timeline",), ("plot", "--footprint", "-o", "-"),
 )
 
 
@@ -121,6 +122,11 @@ def check_output(args, p, einsum, tensor, what):
         elif sub == "transfers" and fmt is None:
             lines = [json.loads(l) for l in out.decode("utf-8").splitlines()]
             check(lines and all(l["tensor"] in (want_tensor, "Y") for l in lines), "%s: JSON lines" % what)
+        elif sub == "timeline":
+            doc = json.loads(out.decode("utf-8"))
+            names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] in ("process_name", "thread_name")}
+            check(want_tensor in names and {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"} >=
+                  {want_tensor, want_einsum}, "%s: the names as thread and slice names" % what)
         elif sub == "plot":
             ET.fromstring(out)
         else:
@@ -187,7 +193,7 @@ def test_findings_end_with_a_message_never_a_signal():
     for name in sorted(os.listdir(FINDINGS)):
         path = os.path.join(FINDINGS, name)
         for args in (("trace",), ("trace", "--format", "csv"), ("trace", "--format", "binary"), ("summary",),
-                     ("describe",), ("movement",), ("iterations",), ("plot", "-o", "-")):
+                     ("describe",), ("movement",), ("iterations",), ("plot", "-o", "-"), ("timeline",)):
             p = run_bytes(args[0], path, *args[1:], timeout=60)
             what = "%s %s" % (name, " ".join(args))
             no_signal(p, what)
