@@ -32,14 +32,17 @@ void add_timeline_command(CLI::App& app) {
     write_output(*output, timeline_json(tl, *options, &info));
     for (const LevelTiles& level : tl.levels)
       if (!level.not_closed.empty())
-        std::cerr << "looptrace: note: " << level.level << " is not drawn: " << level.not_closed
-                  << " (`movement` counts it by enumeration)\n";
+        std::cerr << "looptrace: note: " << level.level
+                  << (level.enumerated ? " is counted access by access, not in closed form: " : " is not drawn: ")
+                  << level.not_closed << "\n";
     if (info.runs_per_span > 0)
       std::cerr << "looptrace: note: more tile windows than --max-events " << options->max_events << " allows: "
                 << info.runs_per_span << " run(s) of windows per slice (each slice's args say so)\n";
-    bool any = false;
-    for (const LevelTiles& level : tl.levels)
+    bool any = false;  // (a level not drawn has its note)
+    for (const LevelTiles& level : tl.levels) {
+      any = any || (!level.not_closed.empty() && !level.enumerated);
       for (const TileTrack& t : level.tracks) any = any || !t.runs.empty();
+    }
     if (!any) note_nothing_selected(schedule, resolved, "no tile window in the selection");
   });
 }

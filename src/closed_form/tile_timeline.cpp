@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "looptrace/stages/time_selection.hpp"
+#include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stages/window_traffic.hpp"
+#include "looptrace/stream.hpp"
 #include "looptrace/support/error.hpp"
 #include "movement_boxes.hpp"
 
@@ -23,32 +26,96 @@ std::int64_t checked(__int128 v) {
   return std::int64_t(v);
 }
 
-// The tracks of one level, node by node; throws NotClosed.
+// Runs of one level kept at most (memory follows them: 56 bytes each, 56 MiB in all).
+constexpr std::size_t kMaxRuns = std::size_t(1) << 20;
+// A level the closed form cannot count is enumerated up to this many accesses (about
+// a second), else not drawn.
+constexpr std::int64_t kMaxVisited = std::int64_t(1) << 27;
+
+// The tracks of node `n` (one per tensor it holds that is traced), appended to the level's.
+std::vector<std::uint32_t> add_tracks(const Schedule& s, const TrafficPlan& plan, std::size_t n, LevelTiles& level) {
+  std::vector<std::uint32_t> tensors;
+  for (int k : plan.slots_of_storage[n]) {
+    const TensorInfo& info = s.tensors[plan.slots[std::size_t(k)].tensor];
+    tensors.push_back(plan.slots[std::size_t(k)].tensor);
+    TileTrack& t = level.tracks.emplace_back();
+    t.storage = std::uint32_t(n);
+    t.tensor = info.name;
+    if (info.bits_per_value) t.bytes_per_value = (*info.bits_per_value + 7) / 8;
+  }
+  return tensors;
+}
+
+bool of_level(const Schedule& s, const TrafficPlan& plan, std::size_t n, const LevelTiles& level) {
+  return !plan.slots_of_storage[n].empty() && s.storages[n].level == level.level;
+}
+
+// The tracks of one level, node by node, in closed form; throws NotClosed.
 void level_tracks(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, const TimeRange& window,
                   LevelTiles& level) {
+  std::size_t runs = 0;
   for (std::size_t n = 0; n < s.storages.size(); ++n) {
-    const std::vector<int>& ks = plan.slots_of_storage[n];
-    if (ks.empty() || s.storages[n].level != level.level) continue;
-    std::vector<std::uint32_t> tensors;
-    std::vector<std::int64_t> bytes;
+    if (!of_level(s, plan, n, level)) continue;
     const std::size_t first = level.tracks.size();
-    for (int k : ks) {
-      const TensorInfo& info = s.tensors[plan.slots[std::size_t(k)].tensor];
-      tensors.push_back(plan.slots[std::size_t(k)].tensor);
-      TileTrack& t = level.tracks.emplace_back();
-      t.storage = std::uint32_t(n);
-      t.tensor = info.name;
-      if (info.bits_per_value) t.bytes_per_value = (*info.bits_per_value + 7) / 8;
-      bytes.push_back(t.bytes_per_value.value_or(0));
-    }
+    const std::vector<std::uint32_t> tensors = add_tracks(s, plan, n, level);
+    std::vector<std::int64_t> bytes;
+    for (std::size_t i = first; i < level.tracks.size(); ++i) bytes.push_back(level.tracks[i].bytes_per_value.value_or(0));
     const movement_boxes::TallyObserver observe = [&](const WindowRun& w,
                                                       const std::vector<movement_boxes::WindowTally>& tallies) {
+      if ((runs += tallies.size()) > kMaxRuns)
+        throw movement_boxes::NotClosed{"more than " + std::to_string(kMaxRuns) +
+                                        " runs of alike windows (select fewer timesteps: --from/--to)"};
       for (std::size_t i = 0; i < tallies.size(); ++i)
         level.tracks[first + i].runs.push_back({w, tallies[i].tile, tallies[i].fills, tallies[i].drains});
     };
     movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window, nullptr, 0, {},
                                      observe);
   }
+}
+
+// `w` after the runs so far: it extends the last run when it moves the same and keeps its step.
+void append(std::vector<TileRun>& runs, const TimeRange& w, const TileTraffic& t) {
+  if (!runs.empty()) {
+    TileRun& r = runs.back();
+    const bool alike = r.tile == t.tile && r.fills == t.fills && r.drains == t.drains &&
+                       r.windows.length == w.to - w.from && w.from > r.windows.start;
+    const std::int64_t step = w.from - r.windows.last().from;
+    if (alike && (r.windows.count == 1 || step == r.windows.period) && step >= r.windows.length) {
+      r.windows.period = step;
+      ++r.windows.count;
+      return;
+    }
+  }
+  runs.push_back({{w.from, w.to - w.from, 0, 1}, t.tile, t.fills, t.drains});
+}
+
+// A level the closed form cannot count, from the streaming engine that `movement`
+// enumerates it with (one pass over the level's accesses).
+void enumerated_tracks(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, LevelTiles& level) {
+  std::vector<std::uint32_t> nodes;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> track_of;  // (node, tensor) -> track
+  for (std::size_t n = 0; n < s.storages.size(); ++n) {
+    if (!of_level(s, plan, n, level)) continue;
+    nodes.push_back(std::uint32_t(n));
+    const std::size_t first = level.tracks.size();
+    const std::vector<std::uint32_t> tensors = add_tracks(s, plan, n, level);
+    for (std::size_t i = 0; i < tensors.size(); ++i) track_of[{std::uint32_t(n), tensors[i]}] = first + i;
+  }
+  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
+  std::size_t runs = 0;
+  for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
+    for (const TileTraffic& t : events) {
+      if (t.kind != TileTraffic::Kind::close) continue;
+      std::vector<TileRun>& into = level.tracks[track_of.at({t.storage, t.tensor})].runs;
+      const std::size_t before = into.size();
+      append(into, {t.start, t.end}, t);
+      if ((runs += into.size() - before) > kMaxRuns) {
+        level.tracks.clear();
+        level.not_closed += "; enumerated, more than " + std::to_string(kMaxRuns) + " runs of alike windows";
+        return;
+      }
+    }
+  level.enumerated = true;
 }
 
 // The Einsums with a leaf below a node of `level`, in the order of `spans`.
@@ -77,7 +144,10 @@ TileTimeline tile_timeline(const Schedule& s, const TraceOptions& options) {
   out.n_timesteps = s.n_timesteps;
   SummaryOptions counts;
   counts.windows = WindowsForm::none;
-  out.einsum_spans = summarize(s, options, counts).einsum_timespans;
+  const TraceSummary summary = summarize(s, options, counts);
+  out.einsum_spans = summary.einsum_timespans;
+  __int128 accesses = 0;  // what enumerating a level would visit, at most
+  for (const TraceCount& t : summary.traces) accesses += t.n_accesses;
   std::vector<std::uint32_t> nodes(s.storages.size());
   for (std::size_t n = 0; n < nodes.size(); ++n) nodes[n] = std::uint32_t(n);
   const TrafficPlan plan = TrafficPlan::make(s, nodes, options.tensors);
@@ -89,6 +159,7 @@ TileTimeline tile_timeline(const Schedule& s, const TraceOptions& options) {
     } catch (const movement_boxes::NotClosed& e) {
       level.tracks.clear();
       level.not_closed = e.reason;
+      if (accesses <= kMaxVisited) enumerated_tracks(s, options, plan, level);
     }
     if (level.tracks.empty() && level.not_closed.empty()) continue;  // holds no traced tensor
     level.einsums = einsums_below(s, name, out.einsum_spans);
@@ -138,22 +209,6 @@ std::vector<TileSpan> tile_spans(const TileTrack& track, RunsPerSpan g) {
     out.push_back(span);
   }
   return out;
-}
-
-RunsPerSpan finest_within(const TileTimeline& timeline, std::int64_t max_spans) {
-  std::int64_t most_runs = 1;
-  for (const LevelTiles& l : timeline.levels)
-    for (const TileTrack& t : l.tracks) most_runs = std::max(most_runs, std::int64_t(t.runs.size()));
-  auto total = [&](RunsPerSpan g) {
-    __int128 n = 0;
-    for (const LevelTiles& l : timeline.levels)
-      for (const TileTrack& t : l.tracks) n += span_count(t, g);
-    return n;
-  };
-  if (total(0) <= max_spans) return 0;
-  RunsPerSpan g = 1;
-  while (g < most_runs && total(g) > max_spans) g = std::min(most_runs, g * 2);
-  return g;
 }
 
 std::vector<FootprintStep> footprint_steps(const LevelTiles& level, RunsPerSpan g) {

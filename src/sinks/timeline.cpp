@@ -225,7 +225,8 @@ class Writer {
     std::string size = "size not given";
     if (level.capacity_unevaluated) size = "size " + *level.capacity_unevaluated + " (not evaluated)";
     if (level.capacity_bits) size = bounded(level) ? "size " + bits(*level.capacity_bits) + " bits" : "size unbounded";
-    return level.not_closed.empty() ? size : "not drawn (not in closed form: " + level.not_closed + "); " + size;
+    if (level.not_closed.empty()) return size;
+    return (level.enumerated ? "counted access by access (" : "not drawn (") + level.not_closed + "); " + size;
   }
   static std::string bits(double v) {
     char buf[32];

@@ -1,8 +1,9 @@
 // Tile windows over time, in closed form (SEMANTICS "Tile windows" and "Data movement"):
 // per memory level, per Storage node and tensor, the runs of windows that move alike,
 // each with its tile, fills and drains per window, from the boxes summarize_movement
-// counts (no access is visited); and what a level holds over time. What a timeline or
-// a footprint panel draws. Time and memory follow the runs, not the windows.
+// counts (no access is visited, but for a level it cannot count); and what a level
+// holds over time. What a timeline or a footprint panel draws. Time and memory follow
+// the runs, not the windows.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,11 @@ struct LevelTiles {
   std::vector<std::string> einsums;  // those with a leaf below the level's nodes
   std::optional<double> capacity_bits;
   std::optional<std::string> capacity_unevaluated;  // needs AccelForge's context
-  std::string not_closed;  // why the level has no tracks (its tiles are not boxes, ...)
+  // Why the closed form could not count the level (its tiles are not boxes, ...); it is
+  // then `enumerated` (one pass over its accesses, as `movement` does) while the trace
+  // has at most 2^27 accesses, else not drawn (no tracks).
+  std::string not_closed;
+  bool enumerated = false;
   bool has_bytes() const;  // every track has a size per element
 };
 
@@ -65,9 +70,6 @@ struct TileSpan {
 
 std::vector<TileSpan> tile_spans(const TileTrack& track, RunsPerSpan g);
 std::int64_t span_count(const TileTrack& track, RunsPerSpan g);
-// The finest g (0 first, then 1, 2, 4, ...) at which the spans of all levels number at
-// most `max_spans`; the coarsest tried if none does.
-RunsPerSpan finest_within(const TileTimeline& timeline, std::int64_t max_spans);
 
 // From `at` on (to the next step), the level holds this many elements (and bytes, 0
 // without sizes): the sum of the tiles of the spans that contain the timestep. Exact
