@@ -266,6 +266,17 @@ class SvgPicture {
     out_ += "</g>\n";
   }
 
+  static std::string footprint_title(const FootprintPanel& f) {
+    const FootprintPeak peak = f.peak();
+    std::string title = f.level + " footprint (" + (f.bytes ? "bytes" : "elements") + ")";
+    if (f.steps.empty() && !f.not_closed.empty()) title += ": not drawn (" + f.not_closed + ")";
+    else if (peak.timestep >= 0) title += ", peak " + tick_label(peak.value) + " at t=" + std::to_string(peak.timestep);
+    if (f.capacity_bits && !std::isinf(*f.capacity_bits))
+      title += ", size " + tick_label(std::int64_t(std::min(*f.capacity_bits, 9e18))) + " bits";
+    if (!f.exact) title += " (runs of windows drawn as held over their gaps)";
+    return title;
+  }
+
   // A level's footprint as a filled staircase of the largest value in each pixel column
   // (every peak stays visible), the level's size as a dashed line when it is in range.
   void footprint(const FootprintPanel& f, std::size_t i) {
@@ -276,15 +287,10 @@ class SvgPicture {
     const bool bounded = f.capacity_bits && !std::isinf(*f.capacity_bits);
     if (f.bytes && bounded) size = *f.capacity_bits / 8;
     const double top_value = std::max<double>({1.0, double(peak.value), size && *size <= 4.0 * double(peak.value) ? *size : 0.0});
-    std::string title = f.level + " footprint (" + unit + ")";
-    if (!f.not_closed.empty()) title += ": not drawn (" + f.not_closed + ")";
-    else if (peak.timestep >= 0) title += ", peak " + tick_label(peak.value) + " at t=" + std::to_string(peak.timestep);
-    if (bounded) title += ", size " + tick_label(std::int64_t(std::min(*f.capacity_bits, 9e18))) + " bits";
-    if (!f.exact) title += " (runs of windows drawn as held over their gaps)";
     out_ += "<g class=\"footprint\" data-level=\"" + xml(f.level) + "\" data-unit=\"" + unit + "\" data-peak=\"" +
             std::to_string(peak.value) + "\" data-peak-timestep=\"" + std::to_string(peak.timestep) + "\">\n";
     out_ += "<text class=\"title\" x=\"" + num(left) + "\" y=\"" + num(top - 7) + "\" font-weight=\"bold\">" +
-            xml(title) + "</text>\n";
+            xml(footprint_title(f)) + "</text>\n";
     auto y_at = [&](double v) { return top + h - v / top_value * h; };
     const std::vector<double> columns = column_maxima(f);
     std::string d;
