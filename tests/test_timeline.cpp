@@ -138,7 +138,7 @@ TEST_CASE("timeline: the conv1d worked example, by hand") {
       {"I", {3, 3, 0}}, {"W", {3, 3, 0}}, {"O", {1, 0, 1}}};
   for (const TileTrack& t : gb.tracks) {
     CAPTURE(t.tensor);
-    const std::vector<TileSpan> spans = tile_spans(t, 0);
+    const std::vector<TileSpan> spans = tile_spans(t);
     REQUIRE(spans.size() == 8);
     for (std::int64_t p = 0; p < 8; ++p) {
       const TileSpan& w = spans[std::size_t(p)];
@@ -147,22 +147,22 @@ TEST_CASE("timeline: the conv1d worked example, by hand") {
       CHECK(std::tie(w.tile, w.fills, w.drains) == want.at(t.tensor));
     }
     CHECK(t.runs.size() == 1);  // one run of alike windows
-    CHECK(span_count(t, 1) == 1);
+    CHECK(span_count(t, Resolution{1, 1}) == 1);
   }
   // The level holds 3 + 3 + 1 = 7 throughout (windows back to back), 21 at MainMemory.
-  CHECK(elements(footprint_steps(gb, 0)) == Steps{{0, 7}, {24, 0}});
-  CHECK(elements(footprint_steps(gb, 1)) == Steps{{0, 7}, {24, 0}});
-  CHECK(elements(footprint_steps(level_of(tl, "MainMemory"), 0)) == Steps{{0, 21}, {24, 0}});
+  CHECK(elements(footprint_steps(gb)) == Steps{{0, 7}, {24, 0}});
+  CHECK(elements(footprint_steps(gb, Resolution{1, 1})) == Steps{{0, 7}, {24, 0}});
+  CHECK(elements(footprint_steps(level_of(tl, "MainMemory"))) == Steps{{0, 21}, {24, 0}});
   // A prefix of 7 cuts the third window to [6, 7): I's tile there is {2}.
   TraceOptions prefix;
   prefix.max_timesteps = 7;
   const TileTimeline cut = tile_timeline(s, prefix);
-  const std::vector<TileSpan> i = tile_spans(level_of(cut, "GlobalBuffer").tracks[0], 0);
+  const std::vector<TileSpan> i = tile_spans(level_of(cut, "GlobalBuffer").tracks[0]);
   REQUIRE(i.size() == 3);
   CHECK(i[2].from == 6);
   CHECK(i[2].to == 7);
   CHECK(i[2].tile == 1);
-  CHECK(elements(footprint_steps(level_of(cut, "GlobalBuffer"), 0)) == Steps{{0, 7}, {6, 3}, {7, 0}});
+  CHECK(elements(footprint_steps(level_of(cut, "GlobalBuffer"))) == Steps{{0, 7}, {6, 3}, {7, 0}});
   TraceOptions sampled;
   sampled.sample_timesteps = 3;
   CHECK(th::contains(th::spec_error([&] { tile_timeline(s, sampled); }).message(), "--sample-timesteps"));
@@ -195,7 +195,7 @@ TEST_CASE("timeline: every window's tally is the enumeration's, every footprint 
         CHECK(level.enumerated == std::any_of(movement.enumerated.begin(), movement.enumerated.end(),
                                               [&](const EnumeratedPart& p) { return p.level == level.level; }));
         for (const TileTrack& track : level.tracks)
-          for (const TileSpan& w : tile_spans(track, 0)) {
+          for (const TileSpan& w : tile_spans(track)) {
             const auto it = enumerated.find({track.storage, track.tensor, w.from, w.to});
             REQUIRE_MESSAGE(it != enumerated.end(), track.tensor << " [" << w.from << ", " << w.to << ")");
             CHECK(std::tie(w.tile, w.fills, w.drains) == it->second);
@@ -204,11 +204,19 @@ TEST_CASE("timeline: every window's tally is the enumeration's, every footprint 
         const auto m = std::find_if(movement.levels.begin(), movement.levels.end(),
                                     [&](const LevelMovement& l) { return l.level == level.level; });
         REQUIRE(m != movement.levels.end());
-        const FootprintPeak fine = peak_of(footprint_steps(level, 0));
+        const FootprintPeak fine = peak_of(footprint_steps(level));
         CHECK(fine.value == m->peak_footprint.value);
         CHECK(fine.timestep == m->peak_footprint.timestep);
         // Coarser spans never hide a peak.
-        for (RunsPerSpan g : {1, 2, 64}) CHECK(peak_of(footprint_steps(level, g)).value >= fine.value);
+        for (const Resolution g : {Resolution{2, 1}, Resolution{1, 1}, Resolution{1, 2}, Resolution{1, 64}}) {
+          CHECK(peak_of(footprint_steps(level, g)).value >= fine.value);
+          std::int64_t windows = 0;  // every window in one span
+          for (const TileTrack& track : level.tracks) {
+            for (const TileSpan& w : tile_spans(track, g)) windows += w.windows;
+            windows -= span_count(track);
+          }
+          CHECK(windows == 0);
+        }
       }
       CHECK(seen == enumerated.size());  // no window left out, none made up
     }
@@ -224,7 +232,7 @@ TEST_CASE("timeline: the JSON is trace-event JSON, bounded by --max-events") {
     TimelineInfo info;
     const nlohmann::json events = validated(timeline_json(tl, {}, &info), TimelineOptions{}.max_events);
     CHECK(info.events == std::int64_t(events.size()));
-    CHECK(info.runs_per_span == 0);  // small: every window its own slice
+    CHECK(info.resolution.every_window());  // small: every window its own slice
     // One process per level, named after it.
     std::vector<std::string> processes;
     for (const auto& e : events)
@@ -235,7 +243,7 @@ TEST_CASE("timeline: the JSON is trace-event JSON, bounded by --max-events") {
     // Squeezed: merged slices that say so, still within the bound.
     std::int64_t windows = 0;
     for (const auto& l : tl.levels)
-      for (const auto& t : l.tracks) windows += span_count(t, 0);
+      for (const auto& t : l.tracks) windows += span_count(t);
     const std::int64_t tight = info.events - 1;  // one short of a slice per window
     TimelineOptions small;
     small.max_events = tight;
@@ -248,7 +256,7 @@ TEST_CASE("timeline: the JSON is trace-event JSON, bounded by --max-events") {
       continue;
     }
     const nlohmann::json merged = validated(text, tight);
-    CHECK(squeezed.runs_per_span >= 1);
+    CHECK(!squeezed.resolution.every_window());
     bool says_so = false;
     std::int64_t slice_windows = 0;
     for (const auto& e : merged)

@@ -35,9 +35,9 @@ void add_timeline_command(CLI::App& app) {
         std::cerr << "looptrace: note: " << level.level
                   << (level.enumerated ? " is counted access by access, not in closed form: " : " is not drawn: ")
                   << level.not_closed << "\n";
-    if (info.runs_per_span > 0)
-      std::cerr << "looptrace: note: more tile windows than --max-events " << options->max_events << " allows: "
-                << info.runs_per_span << " run(s) of windows per slice (each slice's args say so)\n";
+    if (!info.resolution.every_window())
+      std::cerr << "looptrace: note: more tile windows than --max-events " << options->max_events
+                << " allows: slices are " << describe(info.resolution) << "; a merged slice's args say so\n";
     bool any = false;  // (a level not drawn has its note)
     for (const LevelTiles& level : tl.levels) {
       any = any || (!level.not_closed.empty() && !level.enumerated);

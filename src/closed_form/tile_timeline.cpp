@@ -172,46 +172,53 @@ TileTimeline tile_timeline(const Schedule& s, const TraceOptions& options) {
   return out;
 }
 
-std::int64_t span_count(const TileTrack& track, RunsPerSpan g) {
-  if (g <= 0) {
-    std::int64_t n = 0;
-    for (const TileRun& r : track.runs) n = checked(__int128(n) + r.windows.count);
-    return n;
-  }
-  return (std::int64_t(track.runs.size()) + g - 1) / g;
+std::int64_t span_count(const TileTrack& track, const Resolution& r) {
+  if (r.runs_per_span > 1) return (std::int64_t(track.runs.size()) + r.runs_per_span - 1) / r.runs_per_span;
+  __int128 n = 0;
+  for (const TileRun& run : track.runs) n += run.windows.count <= r.expand_up_to ? run.windows.count : 1;
+  return checked(n);
 }
 
-std::vector<TileSpan> tile_spans(const TileTrack& track, RunsPerSpan g) {
-  std::vector<TileSpan> out;
-  if (g <= 0) {
-    for (const TileRun& r : track.runs)
-      for (std::int64_t i = 0; i < r.windows.count; ++i) {
-        const TimeRange w = r.windows.at(i);
-        out.push_back({w.from, w.to, 1, r.tile, r.fills, r.drains, true});
-      }
-    return out;
+namespace {
+
+// Runs [i, end) of a track as one span.
+TileSpan span_of(const std::vector<TileRun>& runs, std::size_t i, std::size_t end) {
+  TileSpan span{runs[i].windows.start, 0, 0, 0, 0, 0, true};
+  __int128 windows = 0, fills = 0, drains = 0;
+  for (std::size_t k = i; k < end; ++k) {
+    const TileRun& r = runs[k];
+    const bool back_to_back = r.windows.count == 1 || r.windows.period == r.windows.length;
+    span.exact = span.exact && back_to_back && (k == i || (r.windows.start == span.to && r.tile == span.tile));
+    span.to = std::max(span.to, r.windows.last().to);
+    span.tile = std::max(span.tile, r.tile);
+    windows += r.windows.count;
+    fills += __int128(r.fills) * r.windows.count;
+    drains += __int128(r.drains) * r.windows.count;
   }
-  for (std::size_t i = 0; i < track.runs.size(); i += std::size_t(g)) {
-    const std::size_t end = std::min(track.runs.size(), i + std::size_t(g));
-    TileSpan span{track.runs[i].windows.start, 0, 0, 0, 0, 0, true};
-    __int128 windows = 0, fills = 0, drains = 0;
-    for (std::size_t k = i; k < end; ++k) {
-      const TileRun& r = track.runs[k];
-      const bool back_to_back = r.windows.count == 1 || r.windows.period == r.windows.length;
-      span.exact = span.exact && back_to_back && (k == i || (r.windows.start == span.to && r.tile == span.tile));
-      span.to = std::max(span.to, r.windows.last().to);
-      span.tile = std::max(span.tile, r.tile);
-      windows += r.windows.count;
-      fills += __int128(r.fills) * r.windows.count;
-      drains += __int128(r.drains) * r.windows.count;
+  span.windows = checked(windows), span.fills = checked(fills), span.drains = checked(drains);
+  return span;
+}
+
+}  // namespace
+
+std::vector<TileSpan> tile_spans(const TileTrack& track, const Resolution& res) {
+  std::vector<TileSpan> out;
+  const std::size_t g = std::size_t(std::max<std::int64_t>(res.runs_per_span, 1));
+  for (std::size_t i = 0; i < track.runs.size(); i += g) {
+    const TileRun& r = track.runs[i];
+    if (g > 1 || r.windows.count > res.expand_up_to) {
+      out.push_back(span_of(track.runs, i, std::min(track.runs.size(), i + g)));
+      continue;
     }
-    span.windows = checked(windows), span.fills = checked(fills), span.drains = checked(drains);
-    out.push_back(span);
+    for (std::int64_t k = 0; k < r.windows.count; ++k) {
+      const TimeRange w = r.windows.at(k);
+      out.push_back({w.from, w.to, 1, r.tile, r.fills, r.drains, true});
+    }
   }
   return out;
 }
 
-std::vector<FootprintStep> footprint_steps(const LevelTiles& level, RunsPerSpan g) {
+std::vector<FootprintStep> footprint_steps(const LevelTiles& level, const Resolution& g) {
   struct Change {
     std::int64_t at, elements, bytes;
   };

@@ -765,7 +765,7 @@ namespace {
 // The levels' footprints at the timeline's default resolution, so both draw the same.
 std::vector<FootprintPanel> footprint_panels(const Schedule& schedule, const TraceOptions& options) {
   const TileTimeline tl = tile_timeline(schedule, options);
-  const RunsPerSpan g = timeline_runs_per_span(tl, TimelineOptions{}.max_events);
+  const Resolution g = timeline_resolution(tl, TimelineOptions{}.max_events);
   std::vector<FootprintPanel> out;
   for (const LevelTiles& level : tl.levels) {
     FootprintPanel& p = out.emplace_back();
@@ -775,7 +775,7 @@ std::vector<FootprintPanel> footprint_panels(const Schedule& schedule, const Tra
     p.bytes = level.has_bytes();
     p.capacity_bits = level.capacity_bits;
     for (const TileTrack& t : level.tracks)
-      for (const TileSpan& s : g == 0 ? std::vector<TileSpan>{} : tile_spans(t, g)) p.exact = p.exact && s.exact;
+      for (const TileSpan& s : tile_spans(t, g)) p.exact = p.exact && s.exact;
   }
   return out;
 }

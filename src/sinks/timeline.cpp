@@ -67,7 +67,7 @@ struct LevelCounters {
 // Fills at a window's first timestep and drains at the one after its last (where
 // `transfers` puts them); a span of several windows spreads them evenly over its stretch. Per timestep,
 // or per cycle with `cycles` > 1.
-Samples<double> rates(const LevelTiles& level, RunsPerSpan g, std::int64_t cycles, bool fills) {
+Samples<double> rates(const LevelTiles& level, const Resolution& g, std::int64_t cycles, bool fills) {
   std::vector<std::pair<std::int64_t, long double>> changes;
   for (const TileTrack& track : level.tracks)
     for (const TileSpan& s : tile_spans(track, g)) {
@@ -94,7 +94,7 @@ Samples<double> rates(const LevelTiles& level, RunsPerSpan g, std::int64_t cycle
 
 bool bounded(const LevelTiles& level) { return level.capacity_bits && !std::isinf(*level.capacity_bits); }
 
-LevelCounters counters_of(const LevelTiles& level, RunsPerSpan g, std::int64_t cycles) {
+LevelCounters counters_of(const LevelTiles& level, const Resolution& g, std::int64_t cycles) {
   LevelCounters c;
   if (level.tracks.empty()) return c;
   c.footprint = footprint_steps(level, g);
@@ -120,7 +120,7 @@ std::int64_t fixed_events(const TileTimeline& tl) {
   return n;
 }
 
-std::int64_t slice_count(const TileTimeline& tl, RunsPerSpan g) {
+std::int64_t slice_count(const TileTimeline& tl, const Resolution& g) {
   __int128 n = 0;
   for (const LevelTiles& l : tl.levels)
     for (const TileTrack& t : l.tracks) n += span_count(t, g);
@@ -129,7 +129,7 @@ std::int64_t slice_count(const TileTimeline& tl, RunsPerSpan g) {
 
 // All the events at `g`, or nothing past `max_events` (the slices alone decide first,
 // so counters are worked out only for spans that fit).
-std::optional<std::int64_t> events_at(const TileTimeline& tl, RunsPerSpan g, std::int64_t cycles, std::int64_t max_events) {
+std::optional<std::int64_t> events_at(const TileTimeline& tl, const Resolution& g, std::int64_t cycles, std::int64_t max_events) {
   __int128 n = __int128(fixed_events(tl)) + slice_count(tl, g);
   if (n > max_events) return std::nullopt;
   for (const LevelTiles& level : tl.levels) {
@@ -141,7 +141,7 @@ std::optional<std::int64_t> events_at(const TileTimeline& tl, RunsPerSpan g, std
 
 class Writer {
  public:
-  Writer(const TileTimeline& tl, const TimelineOptions& o, RunsPerSpan g) : tl_(tl), options_(o), g_(g) {}
+  Writer(const TileTimeline& tl, const TimelineOptions& o, const Resolution& g) : tl_(tl), options_(o), g_(g) {}
 
   std::string run() {
     out_ = "{\"traceEvents\":[\n";
@@ -154,7 +154,7 @@ class Writer {
     other["n_timesteps"] = tl_.n_timesteps;
     other["time_unit"] = options_.cycles_per_timestep > 0 ? "1 us = 1 cycle" : "1 us = 1 timestep";
     other["cycles_per_timestep"] = scale();
-    other["slices"] = g_ == 0 ? "one per tile window" : std::to_string(g_) + " runs of windows per slice (--max-events)";
+    other["slices"] = describe(g_);
     other["max_events"] = options_.max_events;
     out_ += other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out_ += "}\n";
@@ -310,31 +310,45 @@ class Writer {
 
   const TileTimeline& tl_;
   const TimelineOptions& options_;
-  const RunsPerSpan g_;
+  const Resolution g_;
   std::string out_;
   std::int64_t events_ = 0;
 };
 
 }  // namespace
 
-RunsPerSpan timeline_runs_per_span(const TileTimeline& tl, std::int64_t max_events, std::int64_t cycles_per_timestep) {
+std::string describe(const Resolution& r) {
+  if (r.every_window()) return "one per tile window";
+  if (r.runs_per_span > 1) return std::to_string(r.runs_per_span) + " runs of alike windows per slice (--max-events)";
+  return "one per tile window in runs of at most " + std::to_string(r.expand_up_to) +
+         " alike windows, one per longer run (--max-events)";
+}
+
+Resolution timeline_resolution(const TileTimeline& tl, std::int64_t max_events, std::int64_t cycles_per_timestep) {
   const std::int64_t cycles = std::max<std::int64_t>(cycles_per_timestep, 1);
-  std::int64_t most_runs = 1;
+  std::int64_t most_runs = 1, longest = 1;
   for (const LevelTiles& l : tl.levels)
-    for (const TileTrack& t : l.tracks) most_runs = std::max(most_runs, std::int64_t(t.runs.size()));
-  if (events_at(tl, 0, cycles, max_events)) return 0;
-  for (RunsPerSpan g = 1;; g = std::min(most_runs, g * 2)) {
-    if (events_at(tl, g, cycles, max_events)) return g;
-    if (g == most_runs) break;
-  }
-  __int128 least = __int128(fixed_events(tl)) + slice_count(tl, most_runs);
-  for (const LevelTiles& level : tl.levels) least += counter_events(level, counters_of(level, most_runs, cycles));
+    for (const TileTrack& t : l.tracks) {
+      most_runs = std::max(most_runs, std::int64_t(t.runs.size()));
+      for (const TileRun& r : t.runs) longest = std::max(longest, r.windows.count);
+    }
+  // Finest first: every window, then runs of at most 2^k windows expanded (k down to
+  // 0), then 2, 4, ... runs a slice.
+  std::vector<Resolution> tries{{}};
+  for (std::int64_t e = std::int64_t(1) << (63 - __builtin_clzll(std::uint64_t(longest))); e >= 1; e /= 2)
+    tries.push_back({e, 1});
+  for (std::int64_t g = 2; g < 2 * most_runs; g *= 2) tries.push_back({1, std::min(g, most_runs)});
+  for (const Resolution& r : tries)
+    if (events_at(tl, r, cycles, max_events)) return r;
+  const Resolution coarsest = tries.back();
+  __int128 least = __int128(fixed_events(tl)) + slice_count(tl, coarsest);
+  for (const LevelTiles& level : tl.levels) least += counter_events(level, counters_of(level, coarsest, cycles));
   throw SpecError("--max-events " + std::to_string(max_events) + " is too few for this timeline: it needs at least " +
                   std::to_string(std::int64_t(least)) + " (one slice per tile track)");
 }
 
 std::string timeline_json(const TileTimeline& tl, const TimelineOptions& options, TimelineInfo* info) {
-  const RunsPerSpan g = timeline_runs_per_span(tl, options.max_events, options.cycles_per_timestep);
+  const Resolution g = timeline_resolution(tl, options.max_events, options.cycles_per_timestep);
   Writer w(tl, options, g);
   std::string out = w.run();
   if (info) *info = {w.events(), g};

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +58,15 @@ struct TileTimeline {
 // Throws SpecError for a sampled selection (windows need whole stretches of time).
 TileTimeline tile_timeline(const Schedule& schedule, const TraceOptions& options = {});
 
-// How finely a track is drawn: 0, each window; g >= 1, one span per g runs.
-using RunsPerSpan = std::int64_t;
+// How finely a track is drawn: a run of at most `expand_up_to` windows window by window
+// and a longer one as one span; with `runs_per_span` > 1, that many runs a span. The
+// default draws every window.
+struct Resolution {
+  std::int64_t expand_up_to = std::numeric_limits<std::int64_t>::max();
+  std::int64_t runs_per_span = 1;
+  bool every_window() const { return runs_per_span <= 1 && expand_up_to == std::numeric_limits<std::int64_t>::max(); }
+  friend bool operator==(const Resolution&, const Resolution&) = default;
+};
 
 // Windows (or runs of them) as one stretch: [from, to), the largest tile in it, the
 // fills and drains of all its windows; `exact` when it is one window or back to back
@@ -68,8 +76,8 @@ struct TileSpan {
   bool exact = true;
 };
 
-std::vector<TileSpan> tile_spans(const TileTrack& track, RunsPerSpan g);
-std::int64_t span_count(const TileTrack& track, RunsPerSpan g);
+std::vector<TileSpan> tile_spans(const TileTrack& track, const Resolution& r = {});
+std::int64_t span_count(const TileTrack& track, const Resolution& r = {});
 
 // From `at` on (to the next step), the level holds this many elements (and bytes, 0
 // without sizes): the sum of the tiles of the spans that contain the timestep. Exact
@@ -78,6 +86,6 @@ std::int64_t span_count(const TileTrack& track, RunsPerSpan g);
 struct FootprintStep {
   std::int64_t at = 0, elements = 0, bytes = 0;
 };
-std::vector<FootprintStep> footprint_steps(const LevelTiles& level, RunsPerSpan g);
+std::vector<FootprintStep> footprint_steps(const LevelTiles& level, const Resolution& r = {});
 
 }  // namespace looptrace

@@ -20,14 +20,18 @@ struct TimelineOptions {
 
 struct TimelineInfo {
   std::int64_t events = 0;
-  RunsPerSpan runs_per_span = 0;  // 0: one slice per window
+  Resolution resolution;  // what a slice is: every window, or runs of them
 };
 
-// The finest spans (every window, then 1, 2, 4, ... runs per slice) at which all the
+// The finest resolution (every window; runs of at most 2^k windows window by window and
+// longer ones as one slice, k decreasing; then 2, 4, ... runs a slice) at which all the
 // events the timeline writes, counted exactly, number at most `max_events`; throws
 // SpecError when even one slice per tile track does not fit.
-RunsPerSpan timeline_runs_per_span(const TileTimeline& timeline, std::int64_t max_events,
-                                   std::int64_t cycles_per_timestep = 0);
+Resolution timeline_resolution(const TileTimeline& timeline, std::int64_t max_events,
+                               std::int64_t cycles_per_timestep = 0);
+
+// What a slice is at `r`, in words (otherData's "slices").
+std::string describe(const Resolution& r);
 
 std::string timeline_json(const TileTimeline& timeline, const TimelineOptions& options = {},
                           TimelineInfo* info = nullptr);
