@@ -37,7 +37,7 @@ void add_timeline_command(CLI::App& app) {
                   << level.not_closed << "\n";
     if (!info.resolution.every_window())
       std::cerr << "looptrace: note: more tile windows than --max-events " << options->max_events
-                << " allows: slices are " << describe(info.resolution) << "; a merged slice's args say so\n";
+                << " allows: slices are " << resolution_text(info.resolution) << "; a merged slice's args say so\n";
     bool any = false;  // (a level not drawn has its note)
     for (const LevelTiles& level : tl.levels) {
       any = any || (!level.not_closed.empty() && !level.enumerated);

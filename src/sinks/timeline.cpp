@@ -154,7 +154,7 @@ class Writer {
     other["n_timesteps"] = tl_.n_timesteps;
     other["time_unit"] = options_.cycles_per_timestep > 0 ? "1 us = 1 cycle" : "1 us = 1 timestep";
     other["cycles_per_timestep"] = scale();
-    other["slices"] = describe(g_);
+    other["slices"] = resolution_text(g_);
     other["max_events"] = options_.max_events;
     out_ += other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out_ += "}\n";
@@ -317,7 +317,7 @@ class Writer {
 
 }  // namespace
 
-std::string describe(const Resolution& r) {
+std::string resolution_text(const Resolution& r) {
   if (r.every_window()) return "one per tile window";
   if (r.runs_per_span > 1) return std::to_string(r.runs_per_span) + " runs of alike windows per slice (--max-events)";
   return "one per tile window in runs of at most " + std::to_string(r.expand_up_to) +

@@ -31,7 +31,7 @@ Resolution timeline_resolution(const TileTimeline& timeline, std::int64_t max_ev
                                std::int64_t cycles_per_timestep = 0);
 
 // What a slice is at `r`, in words (otherData's "slices").
-std::string describe(const Resolution& r);
+std::string resolution_text(const Resolution& r);
 
 std::string timeline_json(const TileTimeline& timeline, const TimelineOptions& options = {},
                           TimelineInfo* info = nullptr);
