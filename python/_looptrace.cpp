@@ -1,7 +1,7 @@
 // The Python extension `looptrace._looptrace`: a thin binding of the library's public
 // API (load_spec, compile_schedule, summarize + AccessStream for trace_accesses, summarize_movement,
-// describe_spec, AccessStream, IterationStream, transfer_pipeline, build_plot). The
-// Python package (looptrace/__init__.py) shapes what it returns into the reference's
+// tile_timeline + timeline_json, describe_spec, AccessStream, IterationStream, transfer_pipeline,
+// build_plot). The Python package (looptrace/__init__.py) shapes what it returns into the reference's
 // classes. Arrays are handed to numpy without a copy: each owns its buffer through a
 // capsule. Long calls release the GIL and poll for Ctrl-C between batches.
 #include <pybind11/numpy.h>
@@ -23,6 +23,8 @@
 #include "looptrace/support/error.hpp"
 #include "looptrace/iterations.hpp"
 #include "looptrace/closed_form/movement.hpp"
+#include "looptrace/closed_form/tile_timeline.hpp"
+#include "looptrace/sinks/timeline.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/plot.hpp"
@@ -705,6 +707,18 @@ PYBIND11_MODULE(_looptrace, m) {
     how.threads = threads;
     how.partial_sums = partial_sums;
     return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how);
+  });
+  m.def("timeline", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
+                       py::object from, py::object to, py::object shard, std::int64_t max_events,
+                       std::int64_t cycles_per_timestep) {
+    const auto schedule = h.schedule();
+    const TraceOptions options = trace_options(tensors, einsums, max_timesteps, from, to, shard, py::none(), 0);
+    std::string text;
+    {
+      py::gil_scoped_release nogil;
+      text = timeline_json(tile_timeline(*schedule, options), TimelineOptions{max_events, cycles_per_timestep});
+    }
+    return text;
   });
   m.def("transfers", [](SpecHandle& h, const std::string& level, py::object tensors, py::object einsums,
                         py::object max_timesteps, py::object from, py::object to, py::object shard,

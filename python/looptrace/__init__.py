@@ -2,7 +2,7 @@
 
 A drop-in for ``accelforge.tracegen`` (``trace_accesses``, ``AccessTrace``,
 ``TensorAccessTrace``) on looptrace's C++ engine, plus what the reference cannot do:
-``stream`` (numpy batches of schedules too large to hold), ``summary``, ``movement``,
+``stream`` (numpy batches of schedules too large to hold), ``summary``, ``movement``, ``timeline``,
 ``describe`` and ``transfers`` (the CLI's numbers as Python objects), and
 ``plot_access_trace`` (matplotlib; density rasters computed in C++ for large traces).
 """
@@ -48,6 +48,7 @@ __all__ = [
     "stream",
     "summary",
     "movement",
+    "timeline",
     "describe",
     "cache",
     "cache_curve",
@@ -255,6 +256,40 @@ def movement(
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
     return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads),
                                method == "enumerate", bool(partial_sums))
+
+
+def timeline(
+    spec_or_mapping,
+    workload: Workload | None = None,
+    output=None,
+    tensors: Iterable[str] | None = None,
+    einsums: Iterable[str] | None = None,
+    max_timesteps: int | None = None,
+    from_: int | None = None,
+    to: int | None = None,
+    shard=None,
+    max_events: int = 200_000,
+    cycles_per_timestep: int | None = None,
+) -> dict:
+    """What ``looptrace timeline`` writes, as a dict: Chrome trace-event JSON (Perfetto,
+    chrome://tracing) with one process per memory level (Einsum spans, tile windows per
+    tensor as slices, footprint, fills and drains as counters), in closed form. With
+    ``output`` (a path), the JSON is also written there. Past ``max_events``, runs of
+    windows become one slice each (their args say so)."""
+    import json
+
+    if int(max_events) < 1:
+        raise ValueError(f"max_events must be >= 1, not {max_events!r}")
+    if cycles_per_timestep is not None and not 1 <= int(cycles_per_timestep) <= 1 << 20:
+        raise ValueError(f"cycles_per_timestep must be in [1, 2^20], not {cycles_per_timestep!r}")
+    handle = _handle(spec_or_mapping, workload)
+    sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    text = _looptrace.timeline(handle, _names(tensors), _names(einsums), *sel, int(max_events),
+                               int(cycles_per_timestep or 0))
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    return json.loads(text)
 
 
 def describe(spec: Spec) -> dict:

@@ -1,8 +1,12 @@
 #include "common.hpp"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
 #include <limits>
 
+#include "looptrace/sinks/output.hpp"
 #include "looptrace/support/error.hpp"
 #include "progress.hpp"
 
@@ -144,6 +148,20 @@ Schedule CommonArgs::load() {
   // Before any stage allocates a timestep's spatial instances.
   check_spatial_instances(schedule, options.max_tile_points, split_list(einsums));
   return schedule;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    OutputBuffer out(STDOUT_FILENO);  // a failed write is an error (exit 1), EPIPE is not
+    out.write(text);
+    out.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw SpecError("cannot open '" + path + "' for writing");  // a bad -o: exit 2
+  out << text;
+  out.close();
+  if (!out) throw WriteError("cannot write '" + path + "'");
 }
 
 }  // namespace looptrace::cli

@@ -37,6 +37,10 @@ struct CommonArgs {
 CLI::Validator whole_number(std::int64_t min, std::int64_t max = INT64_MAX);
 CLI::Validator whole_number_u64();
 
+// Writes a whole document to `path` ('-': stdout). A file that cannot be opened is a
+// SpecError (exit 2), a failed write a WriteError (exit 1), a closed stdout neither.
+void write_output(const std::string& path, const std::string& text);
+
 // --progress, for the subcommands that draw a progress line (trace, plot, summary).
 void add_progress_flag(CLI::App& app);
 
@@ -52,5 +56,6 @@ void add_transfers_command(CLI::App& app);
 void add_describe_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
+void add_timeline_command(CLI::App& app);
 
 }  // namespace looptrace::cli

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   looptrace::cli::add_movement_command(app);
   looptrace::cli::add_transfers_command(app);
   looptrace::cli::add_cache_command(app);
+  looptrace::cli::add_timeline_command(app);
   looptrace::cli::add_merge_command(app);
   looptrace::cli::add_describe_command(app);
   try {

@@ -24,20 +24,6 @@ struct PlotArgs {
   PlotOptions plot;
 };
 
-void write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    OutputBuffer out(STDOUT_FILENO);  // a failed write is an error (exit 1), EPIPE is not
-    out.write(text);
-    out.flush();
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw SpecError("cannot open '" + path + "' for writing");  // a bad -o: exit 2
-  out << text;
-  out.close();
-  if (!out) throw WriteError("cannot write '" + path + "'");
-}
-
 // "A:B", "A:" or ":B" with whole numbers 0 <= A < B: the range [A, B), an end left out
 // being open.
 std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>> parse_range(const std::string& option,
@@ -81,6 +67,8 @@ void add_plot_command(CLI::App& app) {
                   "Zoom on x: only timesteps in [A, B), written A:B, A: or :B (as --from A --to B)");
   cmd->add_option("--memory-level", plot->plot.memory_level,
                   "Shade the tiles this memory level holds, over their live spans");
+  cmd->add_flag("--footprint", plot->plot.footprint,
+                "Under the element panels, each memory level's footprint over time (as `timeline` counts it)");
   cmd->add_option("--max-points", plot->plot.max_points,
                   "Past this many accesses, draw a density raster per panel")
       ->capture_default_str()

@@ -458,9 +458,9 @@ class NodeCounter {
   NodeCounter(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
               const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
               const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
-              const std::vector<bool>& partial_sums)
+              const std::vector<bool>& partial_sums, const TallyObserver& observe)
       : sched_(sched), node_(sched.storages[storage]), tensors_(tensors), bytes_(bytes_per_value), window_(window),
-        held_(held), max_held_(max_held), partial_sums_(partial_sums),
+        held_(held), max_held_(max_held), partial_sums_(partial_sums), observe_(observe),
         parts_(parts_below(sched, storage, tensors, einsums)), tally_(tensors.size()) {
     out_.slots.assign(tensors.size(), {});
     out_.peak = out_.peak_bytes = {0, -1};
@@ -563,8 +563,9 @@ class NodeCounter {
     const std::int64_t s = narrowed(sum), sb = narrowed(sum_bytes);
     if (out_.peak.timestep < 0 || s > out_.peak.value) out_.peak = {s, start};
     if (out_.peak_bytes.timestep < 0 || sb > out_.peak_bytes.value) out_.peak_bytes = {sb, start};
-    if (!held_) return;
     const std::int64_t period = inner_ < 0 ? node_.duration : node_.time_levels[std::size_t(inner_)].period;
+    if (observe_) observe_({start, end - start, run > 1 ? period : 0, run}, tally_);
+    if (!held_) return;
     if (run == 1 || node_.duration == period) {  // back to back: one stretch
       hold(start, end + (run - 1) * period, s, sb);
       return;
@@ -603,6 +604,7 @@ class NodeCounter {
   std::vector<HeldSpan>* held_;
   const std::size_t max_held_;
   const std::vector<bool>& partial_sums_;
+  const TallyObserver& observe_;
   const NodeParts parts_;
   NodeTotals out_;
   std::vector<LeafPoints> at_;
@@ -676,8 +678,9 @@ bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box) {
 NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
                             const TimeRange& window, std::vector<HeldSpan>* held, std::size_t max_held,
-                            const std::vector<bool>& partial_sums) {
-  return NodeCounter(sched, storage, tensors, einsums, bytes_per_value, window, held, max_held, partial_sums).run();
+                            const std::vector<bool>& partial_sums, const TallyObserver& observe) {
+  return NodeCounter(sched, storage, tensors, einsums, bytes_per_value, window, held, max_held, partial_sums, observe)
+      .run();
 }
 
 struct SlotWindows::Impl {

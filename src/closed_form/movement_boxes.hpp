@@ -15,11 +15,13 @@
 
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "looptrace/closed_form/movement.hpp"
+#include "looptrace/closed_form/window_runs.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/record.hpp"
 #include "looptrace/compile/schedule.hpp"
@@ -58,6 +60,10 @@ struct HeldSpan {
   std::int64_t from, to, elements, bytes;
 };
 
+// Told each run of windows that move alike, in time order, with one tally per tensor
+// asked for (what a timeline draws).
+using TallyObserver = std::function<void(const WindowRun& windows, const std::vector<WindowTally>& tallies)>;
+
 struct NodeTotals {
   std::vector<SlotTotals> slots;  // one per tensor asked for, in that order
   FootprintPeak peak, peak_bytes;  // the largest sum of the node's tiles over one window
@@ -69,11 +75,13 @@ struct NodeTotals {
 // then meaningless). With `held`, also what it holds when (for a level whose nodes
 // hold tiles at once), at most `max_held` entries. `partial_sums[k]`: tensor k's
 // elements written first in a window but drained by an earlier one are read back
-// (filled) too. Throws NotClosed, or SpecError past 2^63 - 1.
+// (filled) too. `observe`, if given, is told every run of windows. Throws NotClosed, or
+// SpecError past 2^63 - 1.
 NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
                             const std::vector<std::string>& einsums, const std::vector<std::int64_t>& bytes_per_value,
                             const TimeRange& window, std::vector<HeldSpan>* held = nullptr,
-                            std::size_t max_held = 0, const std::vector<bool>& partial_sums = {});
+                            std::size_t max_held = 0, const std::vector<bool>& partial_sums = {},
+                            const TallyObserver& observe = {});
 
 // A leaf's points at one timestep, per rank variable one range (its temporal digits
 // fixed, its spatial loops whole); false when the leaf does not run at `t`. `odometer`

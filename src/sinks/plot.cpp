@@ -8,6 +8,7 @@
 #include "looptrace/closed_form/counts.hpp"
 #include "looptrace/support/error.hpp"
 #include "looptrace/sinks/plot.hpp"
+#include "looptrace/sinks/timeline.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"
@@ -750,8 +751,41 @@ class PlotBuilder {
 
 }  // namespace
 
+FootprintPeak FootprintPanel::peak() const {
+  FootprintPeak p{0, -1};
+  for (const FootprintStep& s : steps) {
+    const std::int64_t v = bytes ? s.bytes : s.elements;
+    if (p.timestep < 0 || v > p.value) p = {v, s.at};
+  }
+  return p;
+}
+
+namespace {
+
+// The levels' footprints at the timeline's default resolution, so both draw the same.
+std::vector<FootprintPanel> footprint_panels(const Schedule& schedule, const TraceOptions& options) {
+  const TileTimeline tl = tile_timeline(schedule, options);
+  const Resolution g = timeline_resolution(tl, TimelineOptions{}.max_events);
+  std::vector<FootprintPanel> out;
+  for (const LevelTiles& level : tl.levels) {
+    FootprintPanel& p = out.emplace_back();
+    p.level = level.level;
+    p.not_closed = level.not_closed;
+    p.steps = footprint_steps(level, g);
+    p.bytes = level.has_bytes();
+    p.capacity_bits = level.capacity_bits;
+    for (const TileTrack& t : level.tracks)
+      for (const TileSpan& s : tile_spans(t, g)) p.exact = p.exact && s.exact;
+  }
+  return out;
+}
+
+}  // namespace
+
 PlotData build_plot(const Schedule& schedule, const TraceOptions& options, const PlotOptions& plot) {
-  return PlotBuilder(schedule, options, plot).run(options);
+  PlotData data = PlotBuilder(schedule, options, plot).run(options);
+  if (plot.footprint) data.footprints = footprint_panels(schedule, options);
+  return data;
 }
 
 }  // namespace looptrace

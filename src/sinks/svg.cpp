@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -22,6 +23,7 @@ constexpr int kShadeCount = 8;
 constexpr double kMaxMarker = 8.0, kLegendMarker = 12.0;  // pixels; the least is kMinMarkerPixels
 constexpr const char* kTileFill = "#fdd49e";
 constexpr const char* kTileStroke = "#e6550d";
+constexpr const char* kFootprintFill = "#6baed6";
 
 std::string num(double v) {
   char buf[32];
@@ -165,19 +167,21 @@ class SvgPicture {
   std::string render() {
     const std::string legend = legend_group();
     layout_ = Layout(o_, legend_height_);
-    const double height = layout_.bottom(d_.panels.size()) + 60;
+    const double height = layout_.bottom(panel_count()) + 60;
     out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(layout_.width) +
             "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(layout_.width) + " " +
             num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
     out_ += "<rect class=\"background\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
     out_ += legend;
     for (std::size_t i = 0; i < d_.panels.size(); ++i) panel(i);
+    for (std::size_t i = 0; i < d_.footprints.size(); ++i) footprint(d_.footprints[i], d_.panels.size() + i);
     x_axis();
     out_ += "</svg>\n";
     return std::move(out_);
   }
 
  private:
+  std::size_t panel_count() const { return d_.panels.size() + d_.footprints.size(); }
   double x_of(double t) const {
     const double length = double(d_.window.to - d_.window.from);
     return layout_.left + (t - double(d_.window.from)) / length * layout_.plot_width;
@@ -203,6 +207,10 @@ class SvgPicture {
                   kShadeOpacity[k] + "\"/>";
       entries.push_back({swatch, "share of a cell's elements touched at a timestep (up to 1/8, ..., all)", 32});
     }
+    if (!d_.footprints.empty())
+      entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +
+                             kFootprintFill + "\"/>",
+                         "footprint (the tiles a level holds)"});
     if (!d_.memory_level.empty())
       entries.push_back({std::string("<rect x=\"0\" y=\"-5\" width=\"14\" height=\"10\" fill=\"") +
                              kTileFill + "\" stroke=\"" + kTileStroke + "\"/>",
@@ -256,6 +264,76 @@ class SvgPicture {
             "\" text-anchor=\"middle\" transform=\"rotate(-90 " + num(left - 58) + " " + num(mid) +
             ")\">" + xml(p.y_label()) + "</text>\n";
     out_ += "</g>\n";
+  }
+
+  static std::string footprint_title(const FootprintPanel& f) {
+    const FootprintPeak peak = f.peak();
+    std::string title = f.level + " footprint (" + (f.bytes ? "bytes" : "elements") + ")";
+    if (f.steps.empty() && !f.not_closed.empty()) title += ": not drawn (" + f.not_closed + ")";
+    else if (peak.timestep >= 0) title += ", peak " + tick_label(peak.value) + " at t=" + std::to_string(peak.timestep);
+    if (f.capacity_bits && !std::isinf(*f.capacity_bits))
+      title += ", size " + tick_label(std::int64_t(std::min(*f.capacity_bits, 9e18))) + " bits";
+    if (!f.exact) title += " (runs of windows drawn as held over their gaps)";
+    return title;
+  }
+
+  // A level's footprint as a filled staircase of the largest value in each pixel column
+  // (every peak stays visible), the level's size as a dashed line when it is in range.
+  void footprint(const FootprintPanel& f, std::size_t i) {
+    const double top = layout_.panel_top(i), left = layout_.left, h = layout_.panel_height;
+    const FootprintPeak peak = f.peak();
+    const std::string unit = f.bytes ? "bytes" : "elements";
+    std::optional<double> size;
+    const bool bounded = f.capacity_bits && !std::isinf(*f.capacity_bits);
+    if (f.bytes && bounded) size = *f.capacity_bits / 8;
+    const double top_value = std::max<double>({1.0, double(peak.value), size && *size <= 4.0 * double(peak.value) ? *size : 0.0});
+    out_ += "<g class=\"footprint\" data-level=\"" + xml(f.level) + "\" data-unit=\"" + unit + "\" data-peak=\"" +
+            std::to_string(peak.value) + "\" data-peak-timestep=\"" + std::to_string(peak.timestep) + "\">\n";
+    out_ += "<text class=\"title\" x=\"" + num(left) + "\" y=\"" + num(top - 7) + "\" font-weight=\"bold\">" +
+            xml(footprint_title(f)) + "</text>\n";
+    auto y_at = [&](double v) { return top + h - v / top_value * h; };
+    const std::vector<double> columns = column_maxima(f);
+    std::string d;
+    const double width = layout_.plot_width / double(std::max<std::size_t>(columns.size(), 1));
+    path(d, {{'M', left}, {' ', top + h}});
+    for (std::size_t c = 0; c < columns.size();) {  // a run of equal columns is one step
+      std::size_t end = c + 1;
+      while (end < columns.size() && columns[end] == columns[c]) ++end;
+      path(d, {{'V', y_at(columns[c])}, {'H', left + double(end) * width}});
+      c = end;
+    }
+    path(d, {{'V', top + h}});
+    d += 'z';
+    out_ += "<path class=\"held\" fill=\"" + std::string(kFootprintFill) + "\" d=\"" + d + "\"/>\n";
+    if (size && *size <= top_value)
+      out_ += "<path class=\"size\" d=\"M" + num(left) + " " + num(y_at(*size)) + "h" + num(layout_.plot_width) +
+              "\" stroke=\"#a33\" stroke-dasharray=\"4 3\"/>\n";
+    out_ += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(layout_.plot_width) +
+            "\" height=\"" + num(h) + "\" fill=\"none\" stroke=\"#444\"/>\n";
+    for (std::int64_t v : ticks(0, std::int64_t(top_value), 4))
+      out_ += "<path d=\"M" + num(left) + " " + num(y_at(double(v))) + "h-4\" stroke=\"#444\"/><text class=\"ytick\" x=\"" +
+              num(left - 7) + "\" y=\"" + num(y_at(double(v)) + 4) + "\" text-anchor=\"end\">" + tick_label(v) + "</text>\n";
+    x_ticks(top, top + h);
+    out_ += "</g>\n";
+  }
+
+  // The largest value of the steps over each column of the window (a column per
+  // timestep when there are fewer timesteps than pixels).
+  std::vector<double> column_maxima(const FootprintPanel& f) const {
+    const std::int64_t from = d_.window.from, length = d_.window.to - d_.window.from;
+    const auto n = std::max<std::int64_t>(1, std::min<std::int64_t>(length, std::int64_t(layout_.plot_width)));
+    std::vector<double> out(std::size_t(n), 0.0);
+    auto column = [&](std::int64_t t) {  // the column holding timestep t
+      return std::clamp<std::int64_t>(std::int64_t((__int128(t - from) * n) / std::max<std::int64_t>(length, 1)), 0, n - 1);
+    };
+    for (std::size_t k = 0; k + 1 < f.steps.size(); ++k) {
+      const FootprintStep& s = f.steps[k];
+      const std::int64_t a = std::max(s.at, from), b = std::min(f.steps[k + 1].at, d_.window.to);
+      if (b <= a) continue;
+      const double v = double(f.bytes ? s.bytes : s.elements);
+      for (std::int64_t c = column(a); c <= column(b - 1); ++c) out[std::size_t(c)] = std::max(out[std::size_t(c)], v);
+    }
+    return out;
   }
 
   // Marks and faint gridlines through the panel: the numbers go once, under the last
@@ -384,7 +462,7 @@ class SvgPicture {
   }
 
   void x_axis() {
-    const double bottom = layout_.bottom(d_.panels.size());
+    const double bottom = layout_.bottom(panel_count());
     out_ += "<g class=\"xaxis\">\n";
     for (std::int64_t t : ticks(d_.window.from, d_.window.to - 1, 8))
       out_ += "<text class=\"xtick\" x=\"" + num(x_of(double(t) + 0.5)) + "\" y=\"" + num(bottom + 17) +

@@ -76,6 +76,7 @@ SUBCOMMANDS = (
     ("transfers", "--level", "{level}"), ("transfers", "--level", "{level}", "--format", "dramsim3"),
     ("transfers", "--level", "{level}", "--format", "ramulator2"), ("plot", "-o", "-"),
     ("cache", "--curve"), ("cache", "--format", "text"), ("cache", "--source", "transfers:{level}"),
+    ("timeline",), ("plot", "--footprint", "-o", "-"),
 )
 
 
@@ -126,6 +127,11 @@ def check_output(args, p, einsum, tensor, what):
             doc = json.loads(out.decode("utf-8"))
             names = [t["tensor"] for t in doc["caches"][0]["tensors"]]
             check(want_tensor in names, "%s: the tensor's name (%r)" % (what, names[:2]))
+        elif sub == "timeline":
+            doc = json.loads(out.decode("utf-8"))
+            names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] in ("process_name", "thread_name")}
+            check(want_tensor in names and {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"} >=
+                  {want_tensor, want_einsum}, "%s: the names as thread and slice names" % what)
         elif sub == "plot":
             ET.fromstring(out)
         else:
@@ -195,7 +201,7 @@ def test_findings_end_with_a_message_never_a_signal():
     for name in sorted(os.listdir(FINDINGS)):
         path = os.path.join(FINDINGS, name)
         for args in (("trace",), ("trace", "--format", "csv"), ("trace", "--format", "binary"), ("summary",),
-                     ("describe",), ("movement",), ("iterations",), ("plot", "-o", "-")):
+                     ("describe",), ("movement",), ("iterations",), ("plot", "-o", "-"), ("timeline",)):
             p = run_bytes(args[0], path, *args[1:], timeout=60)
             what = "%s %s" % (name, " ".join(args))
             no_signal(p, what)

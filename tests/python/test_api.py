@@ -218,6 +218,22 @@ def test_movement_equals_cli(conv):
         looptrace.movement(conv, method="boxes")
 
 
+def test_timeline_equals_cli(conv, tmp_path):
+    out = tmp_path / "layer.json"
+    doc = looptrace.timeline(conv, output=out)
+    assert doc == json.loads(cli("timeline", *CONV)) == json.loads(out.read_text())
+    gb = next(e["pid"] for e in doc["traceEvents"] if e["ph"] == "M" and e["args"].get("name") == "GlobalBuffer")
+    footprint = [(e["ts"], e["args"]["value"]) for e in doc["traceEvents"]
+                 if e["ph"] == "C" and e["pid"] == gb and e["name"] == "footprint (elements)"]
+    assert footprint == [(0, 7), (24, 0)]  # movement's peak, held over the whole run
+    cycles = looptrace.timeline(conv, cycles_per_timestep=4, from_=3, to=9)
+    assert cycles == json.loads(cli("timeline", *CONV, "--cycles-per-timestep", 4, "--from", 3, "--to", 9))
+    with pytest.raises(ValueError, match="max_events"):
+        looptrace.timeline(conv, max_events=0)
+    with pytest.raises(looptrace.SpecError, match="--max-events 3"):
+        looptrace.timeline(conv, max_events=3)
+
+
 def test_describe_equals_cli(fused):
     assert looptrace.describe(fused) == json.loads(cli("describe", *MATMULS, *cli_defines(DEFINES)))
 

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "looptrace/closed_form/tile_timeline.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/leaf_iterations.hpp"
@@ -39,6 +41,9 @@ struct PlotOptions {
   std::int64_t max_visited = 30'000'000;
   // At most, per panel: cells of about 3 x 3 pixels at the default size.
   std::int64_t raster_columns = 280, raster_rows = 60;
+  // Under the element panels, each memory level's footprint over time (what
+  // `timeline` draws as counters, the same numbers).
+  bool footprint = false;
   int width = 960, panel_height = 180;  // pixels
   // Called now and then while the trace streams, with the timesteps of the window done.
   std::function<void(std::int64_t timesteps_done)> progress;
@@ -97,6 +102,17 @@ struct PlotPanel {
   std::string y_label() const;  // "element" or "N0"
 };
 
+// One memory level's footprint over the window: elements, or bytes when every tensor it
+// holds has a size. `exact`: no span of windows was drawn as held across its gaps.
+struct FootprintPanel {
+  std::string level;
+  std::vector<FootprintStep> steps;
+  bool bytes = false, exact = true;
+  std::optional<double> capacity_bits;
+  std::string not_closed;  // not drawn: why
+  FootprintPeak peak() const;  // the largest value (in the panel's unit) and where it is first reached
+};
+
 struct PlotData {
   TimeRange window;               // the x-axis
   bool truncated = false;         // the window leaves timesteps of the schedule out
@@ -110,6 +126,7 @@ struct PlotData {
   std::string memory_level;
   std::vector<PlotSeries> series;  // exactly those drawn (points, or raster colours)
   std::vector<PlotPanel> panels;
+  std::vector<FootprintPanel> footprints;  // with PlotOptions::footprint, levels in tree order
 };
 
 // Streams the trace once. Throws SpecError for a --tensors entry with no access, a
