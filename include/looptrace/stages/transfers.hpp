@@ -67,6 +67,7 @@ class TransferQueue {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
   std::vector<std::int64_t> open_starts_;  // of the child windows open now
   std::vector<TransferRequest> pending_;   // a heap, earliest on top
+  std::vector<std::uint64_t> scratch_;     // one fill's or drain's addresses, sorted
   std::int64_t settled_ = -kEndOfTime - 1;
 };
 
@@ -109,7 +110,8 @@ struct TransfersAdaptor : StageAdaptor {
 
   template <TrafficSource Up>
   Transfers<Up> operator()(Up up) const {
-    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), options.align);
+    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), options.align,
+                                           options.layout, options.level);
     return Transfers<Up>(std::move(up), options, std::move(addresses));
   }
   template <AccessSource Up>
