@@ -432,12 +432,23 @@ py::object summary_py(SpecHandle& h, const TraceOptions& options, const std::str
   return json_to_python(summary_json(result));
 }
 
-py::object movement_py(SpecHandle& h, const TraceOptions& options, const MovementOptions& how) {
+py::object movement_py(SpecHandle& h, const TraceOptions& options, const MovementOptions& how,
+                       const std::string& layout_text, const std::string& layout_file, std::uint64_t line_bytes,
+                       std::uint64_t align) {
   const auto schedule = h.schedule();
   MovementReport report;
+  std::optional<LayoutSpec> layout;
+  if (!layout_file.empty()) {
+    layout = parse_layout(layout_text, layout_file);
+    check_layout_names(*schedule, *layout);
+    TransferOptions checked;
+    checked.line_bytes = line_bytes, checked.align = align;
+    check_transfer_options(checked);
+  }
   {
     py::gil_scoped_release nogil;
     report = summarize_movement(*schedule, options, how);
+    if (layout) add_layout_costs(report, *schedule, options, &*layout, line_bytes, align);
   }
   return json_to_python(movement_json(report));
 }
@@ -656,13 +667,15 @@ PYBIND11_MODULE(_looptrace, m) {
   });
   m.def("movement", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                        py::object from, py::object to, py::object shard, int threads, bool enumerate,
-                       bool partial_sums) {
+                       bool partial_sums, const std::string& layout_text, const std::string& layout_file,
+                       std::uint64_t line_bytes, std::uint64_t align) {
     const py::object none = py::none();
     MovementOptions how;
     how.method = enumerate ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = threads;
     how.partial_sums = partial_sums;
-    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how);
+    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how, layout_text,
+                       layout_file, line_bytes, align);
   });
   m.def("transfers", [](SpecHandle& h, const std::string& level, py::object tensors, py::object einsums,
                         py::object max_timesteps, py::object from, py::object to, py::object shard,

@@ -243,17 +243,25 @@ def movement(
     threads: int = 1,
     method: str = "closed-form",
     partial_sums: bool = False,
+    layout=None,
+    line_bytes: int = 64,
+    align: int = 4096,
 ) -> dict:
     """What ``looptrace movement`` prints, as a dict: per memory level and tensor the
     windows, largest tile, fills and drains; per level the peak footprint. ``method``:
     "closed-form" (tiles as boxes) or "enumerate" (every access; ``threads`` workers);
-    ``partial_sums``: outputs read back after an earlier window drained them."""
+    ``partial_sums``: outputs read back after an earlier window drained them. With
+    ``layout`` (a path or a dict, as ``--layout``): each parent level's ``"layout"``, the
+    lines its fills and drains take in ``line_bytes`` lines against the fewest, and
+    bank cycles where the file gives banks."""
     if method not in ("closed-form", "enumerate"):
         raise ValueError(f"method is 'closed-form' or 'enumerate', not {method!r}")
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    layout_text, layout_file = _layout_source(layout)
     return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads),
-                               method == "enumerate", bool(partial_sums))
+                               method == "enumerate", bool(partial_sums), layout_text, layout_file,
+                               int(line_bytes), int(align))
 
 
 def describe(spec: Spec) -> dict:

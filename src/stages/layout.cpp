@@ -156,6 +156,7 @@ AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& o
   for (std::size_t a = 0; a < s.tensors.size(); ++a)
     for (std::size_t b = 0; b < s.tensors.size(); ++b) {
       if (a == b || !placed[a] || !placed[b] || explicit_base[a].line == 0) continue;
+      if (explicit_base[b].line > explicit_base[a].line) continue;  // name the later of two bases
       const TensorLayout &x = m.layouts[a], &y = m.layouts[b];
       if (x.base < y.end() && y.base < x.end())
         throw SpecError(explicit_base[a], "tensor " + printable(s.tensors[a].name) + " at its base overlaps tensor " +
