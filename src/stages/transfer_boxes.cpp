@@ -21,8 +21,8 @@ constexpr std::size_t kBatch = 4096;
 // order) in ascending order. A run is the box's elements with the digits before
 // `inner` fixed: contiguous, since every digit after `inner` is whole.
 struct LineStream {
-  mb::Box box;  // per digit
-  boost::container::small_vector<std::int64_t, 6> coord;  // of the digits before `inner`
+  boost::container::small_vector<mb::Span, 12> box;  // per digit (2 per blocked rank)
+  boost::container::small_vector<std::int64_t, 12> coord;  // of the digits before `inner`
   std::size_t inner = 0;
   const std::vector<LayoutDigit>* digits = nullptr;
   std::uint64_t base = 0, size = 1, line = 64;

@@ -6,6 +6,10 @@ block_order, pad, base, align; for every level or this one), then
 - `transfers --layout` in closed form == `--method enumerate` byte for byte, and both ==
   the brute-force model (model.py: the padded, blocked space visited point by point in
   address order, no strides), at --line-bytes 1 and a larger line;
+- `movement --layout` (with banks on the level): per tensor the fill and drain lines,
+  the fewest (ceil(bytes / line) per window, from the model's tiles) and the bank
+  cycles (per fill or drain, the most requests one bank gets), recomputed here from
+  the model's requests;
 - at --line-bytes 1 without byte sizes, every (t, op, child, tensor) group of the trace
   under the layout holds the same elements as the row-major trace, each once: mapped
   back through the model's table, the addresses are a permutation of the same elements'
@@ -112,6 +116,57 @@ def permutation_check(got_rm, got_lay, where_rm, where_lay):
     return errs
 
 
+def model_costs(m, level, lb, lay, banks, bank_bytes):
+    """{tensor: (fill_lines, min_fill, drain_lines, min_drain, bank_cycles)} from the model."""
+    reqs = m.transfers(level, line_bytes=lb, with_bytes=True, layout=lay)
+    groups = collections.defaultdict(lambda: collections.Counter())
+    out = {}
+    for r in reqs:
+        groups[(r["t"], r["op"], r["child"], r["tensor"])][(r["address"] // bank_bytes) % banks] += 1
+    nodes, _ = m.storage_nodes()
+    for (t, op, child, x), per in groups.items():
+        c = out.setdefault(x, [0, 0, 0, 0, 0])
+        c[0 if op == "read" else 2] += sum(per.values())
+        c[4] += max(per.values())
+    for k, x, windows in m.window_tiles(0, m.n_timesteps):
+        p = m.parent(k, x)
+        if p < 0 or nodes[p]["component"] != level:
+            continue
+        size = max(1, m.bytes_per_value(x) or 1)
+        c = out.setdefault(x, [0, 0, 0, 0, 0])
+        for _s, _e, _tile, filled, drained in windows:
+            c[1] += -(-len(filled) * size // lb)
+            c[3] += -(-len(drained) * size // lb)
+    return {x: tuple(v) for x, v in out.items()}
+
+
+def check_costs(lt, files, m, level, lay, path, rng):
+    lb = rng.choice([1, 4, 16])
+    banks, bank_bytes = rng.randint(1, 4), rng.choice([lb, 2 * lb])
+    lay = json.loads(json.dumps(lay))
+    text = to_yaml(lay)
+    if "levels" in lay:
+        text = text.replace(f"    {level}:\n", f"    {level}:\n      banks: {banks}\n      bank_bytes: {bank_bytes}\n")
+    else:
+        text += f"  levels:\n    {level}: {{banks: {banks}, bank_bytes: {bank_bytes}}}\n"
+    with open(path, "w") as f:
+        f.write(text)
+    report = json.loads(movement.lt_run(lt, ["movement", *files, "--layout", path, "--line-bytes", str(lb)]))
+    level_report = next(l for l in report["levels"] if l["level"] == level)
+    got = {t["tensor"]: (t["fill_lines"], t["min_fill_lines"], t["drain_lines"], t["min_drain_lines"],
+                         t["bank_cycles"]) for t in level_report.get("layout", {}).get("tensors", [])}
+    want = model_costs(m, level, lb, lay, banks, bank_bytes)
+    missing = [x for x, v in want.items() if any(v) and x not in got]
+    if missing:
+        return [f"[movement --layout {level}] no costs for {missing}"]
+    open_ = [x for x, v in got.items() if v[1] is None]  # tiles not boxes: the fewest are not known
+    got = {x: v for x, v in got.items() if x not in open_}
+    want = {x: v for x, v in want.items() if x in got or (x not in open_ and any(v))}
+    if got != want:
+        return [f"[movement --layout {level} --line-bytes {lb} banks {banks}x{bank_bytes}] costs {got}, want {want}"]
+    return []
+
+
 def run_case(lt, case_seed, keep):
     g, m, rng = run.small_case(case_seed, 20000, 4000)
     d = tempfile.mkdtemp(prefix=f"lay{case_seed}-")
@@ -123,6 +178,7 @@ def run_case(lt, case_seed, keep):
             path = os.path.join(d, f"layout-{level}.yaml")
             with open(path, "w") as f:
                 f.write(to_yaml(lay))
+            lines += check_costs(lt, files, m, level, lay, os.path.join(d, f"banks-{level}.yaml"), rng)
             for lb in (1, rng.choice([2, 4, 16, 64])):
                 args = [*files, "--level", level, "--line-bytes", str(lb), "--layout", path]
                 out = movement.lt_run(lt, ["transfers", *args])
