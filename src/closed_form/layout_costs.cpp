@@ -115,6 +115,8 @@ void add_layout_costs(MovementReport& report, const Schedule& s, const TraceOpti
     cost.line_bytes = std::int64_t(line_bytes);
     if (const LevelBanks* b = layout ? layout->banks_of(l.level) : nullptr)
       cost.banks = b->banks, cost.bank_bytes = b->bank_bytes > 0 ? b->bank_bytes : std::int64_t(line_bytes);
+    else if (const ArchMemory* m = s.memory(l.level); m && m->banks)  // AccelForge's n_banks
+      cost.banks = *m->banks, cost.bank_bytes = std::int64_t(line_bytes);
     TransferOptions t;
     t.level = l.level, t.line_bytes = line_bytes, t.align = align, t.layout = layout;
     auto stream = transfer_pipeline(s, o, t);

@@ -129,6 +129,23 @@ def test_conv_costs_with_banks():
     check("MainMemory layout (4-byte lines, 2 banks of 4 bytes)" in text, "the text table's heading")
 
 
+def test_banks_from_the_arch():
+    # AccelForge's `extra_attributes_for_component_model: {n_banks: 2}` on MainMemory: banks
+    # of one line (the layout file gives none), so with 4-byte lines the same as above.
+    spec = write("conv.yaml", CONV)
+    arch = write("arch.yaml", "arch:\n  nodes:\n  - !Memory\n    name: MainMemory\n    size: inf\n"
+                 "    extra_attributes_for_component_model: {n_banks: 2}\n"
+                 "  - !Memory {name: GlobalBuffer, size: inf}\n  - !Compute {name: MAC}\n")
+    lay = write("blk.yaml", "layout:\n  tensors:\n    I: {block: {C: 2, P: 4}}\n")
+    r = run("movement", spec, arch, "--layout", lay, "--line-bytes", "4")
+    check(r.returncode == 0, "movement with an arch exits 0 (rc %d: %s)" % (r.returncode, r.stderr.strip()))
+    if r.returncode == 0:
+        cost = json.loads(r.stdout)["levels"][0].get("layout", {})
+        per = {t["tensor"]: t for t in cost.get("tensors", [])}
+        check((cost.get("banks"), cost.get("bank_bytes"), per.get("I", {}).get("bank_cycles")) == (2, 4, 12),
+              "n_banks from the arch: %r" % {k: cost.get(k) for k in ("banks", "bank_bytes")})
+
+
 def test_gemm_row_major_against_blocked():
     spec = write("gemm.yaml", GEMM)
     empty = write("empty.yaml", "layout:\n  tensors: {}\n")
@@ -196,7 +213,8 @@ def test_bad_files():
 
 
 def main():
-    return harness.main((test_conv_order_and_block, test_conv_costs_with_banks, test_gemm_row_major_against_blocked,
+    return harness.main((test_conv_order_and_block, test_conv_costs_with_banks, test_banks_from_the_arch,
+                         test_gemm_row_major_against_blocked,
                          test_empty_layout_is_row_major, test_timeloop_form, test_bad_files))
 
 
