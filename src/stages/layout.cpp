@@ -108,11 +108,12 @@ void check_layout_names(const Schedule& s, const LayoutSpec& layout) {
                                    known + ")");
     }
   for (const auto& [level, where] : layout.levels)
-    if (std::find(s.memory_levels.begin(), s.memory_levels.end(), level) == s.memory_levels.end()) {
+    if (std::find(s.memory_levels.begin(), s.memory_levels.end(), level) == s.memory_levels.end() &&
+        !s.memory(level)) {  // an arch !Memory without a Storage node is no typo: nothing moves there
       std::string known;
       for (const auto& l : s.memory_levels) known += (known.empty() ? "" : ", ") + l;
-      throw SpecError(where, "the layout names level " + printable(level) + ", which no Storage node has (levels: " +
-                                 known + ")");
+      throw SpecError(where, "the layout names level " + printable(level) +
+                                 ", which no Storage node and no arch !Memory has (levels: " + known + ")");
     }
 }
 

@@ -144,6 +144,15 @@ def test_banks_from_the_arch():
         per = {t["tensor"]: t for t in cost.get("tensors", [])}
         check((cost.get("banks"), cost.get("bank_bytes"), per.get("I", {}).get("bank_cycles")) == (2, 4, 12),
               "n_banks from the arch: %r" % {k: cost.get(k) for k in ("banks", "bank_bytes")})
+    # A level of the arch that no Storage node uses is no typo (LayoutLoop files list every level).
+    arch2 = write("arch2.yaml", "arch:\n  nodes:\n  - !Memory {name: MainMemory, size: inf}\n"
+                  "  - !Memory {name: GlobalBuffer, size: inf}\n  - !Memory {name: RegisterFile, size: 64}\n"
+                  "  - !Compute {name: MAC}\n")
+    rf = write("rf.yaml", "layout:\n  levels:\n    RegisterFile: {banks: 4}\n")
+    r = run("transfers", spec, arch2, "--level", "MainMemory", "--layout", rf)
+    check(r.returncode == 0, "a layout naming an arch level without Storage nodes (rc %d: %s)" % (r.returncode, r.stderr))
+    r = run("transfers", spec, "--level", "MainMemory", "--layout", rf)
+    check(r.returncode == 2 and "rf.yaml:3:" in r.stderr, "without the arch it is unknown (%s)" % r.stderr.strip())
 
 
 def test_gemm_row_major_against_blocked():

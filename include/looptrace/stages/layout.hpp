@@ -105,8 +105,8 @@ struct AddressMap {
                          const LayoutSpec* layout, const std::string& level);
 };
 
-// Refuses (SpecError, naming the file and line) a layout file naming a tensor or a level
-// that the schedule does not have.
+// Refuses (SpecError, naming the file and line) a layout file naming a tensor the
+// workload lacks, or a level that neither a Storage node nor the arch's !Memory nodes have.
 void check_layout_names(const Schedule& schedule, const LayoutSpec& layout);
 
 }  // namespace looptrace
