@@ -483,12 +483,23 @@ py::object summary_py(SpecHandle& h, const TraceOptions& options, const std::str
   return json_to_python(summary_json(result));
 }
 
-py::object movement_py(SpecHandle& h, const TraceOptions& options, const MovementOptions& how) {
+py::object movement_py(SpecHandle& h, const TraceOptions& options, const MovementOptions& how,
+                       const std::string& layout_text, const std::string& layout_file, std::uint64_t line_bytes,
+                       std::uint64_t align) {
   const auto schedule = h.schedule();
   MovementReport report;
+  std::optional<LayoutSpec> layout;
+  if (!layout_file.empty()) {
+    layout = parse_layout(layout_text, layout_file);
+    check_layout_names(*schedule, *layout);
+    TransferOptions checked;
+    checked.line_bytes = line_bytes, checked.align = align;
+    check_transfer_options(checked);
+  }
   {
     py::gil_scoped_release nogil;
     report = summarize_movement(*schedule, options, how);
+    if (layout) add_layout_costs(report, *schedule, options, &*layout, line_bytes, align);
   }
   return json_to_python(movement_json(report));
 }
@@ -530,7 +541,8 @@ TransferColumns transfers_of(const Schedule& s, const TraceOptions& o, const Tra
 }
 
 py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& level, std::uint64_t line_bytes,
-                       std::uint64_t align, std::int64_t cycles_per_timestep, const std::string& issue_rate) {
+                       std::uint64_t align, std::int64_t cycles_per_timestep, const std::string& issue_rate,
+                       const std::string& layout_text, const std::string& layout_file) {
   if (cycles_per_timestep < 1 || cycles_per_timestep > (std::int64_t(1) << 20))
     throw SpecError("cycles_per_timestep takes a whole number from 1 to 1048576, not " +
                     std::to_string(cycles_per_timestep));
@@ -541,6 +553,12 @@ py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& 
   t.level = level;
   t.line_bytes = line_bytes;
   t.align = align;
+  std::optional<LayoutSpec> layout;  // outlives the pipeline
+  if (!layout_file.empty()) {
+    layout = parse_layout(layout_text, layout_file);
+    check_layout_names(*schedule, *layout);
+    t.layout = &*layout;
+  }
   TransferColumns c;
   {
     py::gil_scoped_release nogil;
@@ -700,13 +718,15 @@ PYBIND11_MODULE(_looptrace, m) {
   });
   m.def("movement", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                        py::object from, py::object to, py::object shard, int threads, bool enumerate,
-                       bool partial_sums) {
+                       bool partial_sums, const std::string& layout_text, const std::string& layout_file,
+                       std::uint64_t line_bytes, std::uint64_t align) {
     const py::object none = py::none();
     MovementOptions how;
     how.method = enumerate ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = threads;
     how.partial_sums = partial_sums;
-    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how);
+    return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how, layout_text,
+                       layout_file, line_bytes, align);
   });
   m.def("timeline", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                        py::object from, py::object to, py::object shard, std::int64_t max_events,
@@ -723,10 +743,10 @@ PYBIND11_MODULE(_looptrace, m) {
   m.def("transfers", [](SpecHandle& h, const std::string& level, py::object tensors, py::object einsums,
                         py::object max_timesteps, py::object from, py::object to, py::object shard,
                         std::uint64_t line_bytes, std::uint64_t align, std::int64_t cycles_per_timestep,
-                        const std::string& issue_rate) {
+                        const std::string& issue_rate, const std::string& layout_text, const std::string& layout_file) {
     const py::object none = py::none();
     return transfers_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), level,
-                        line_bytes, align, cycles_per_timestep, issue_rate);
+                        line_bytes, align, cycles_per_timestep, issue_rate, layout_text, layout_file);
   });
   m.def("plot_raster", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                           py::object from, py::object to, const std::string& color_by, const std::string& rank,

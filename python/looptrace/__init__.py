@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import os
 import numpy as np
 
 from . import _looptrace
@@ -245,17 +246,25 @@ def movement(
     threads: int = 1,
     method: str = "closed-form",
     partial_sums: bool = False,
+    layout=None,
+    line_bytes: int = 64,
+    align: int = 4096,
 ) -> dict:
     """What ``looptrace movement`` prints, as a dict: per memory level and tensor the
     windows, largest tile, fills and drains; per level the peak footprint. ``method``:
     "closed-form" (tiles as boxes) or "enumerate" (every access; ``threads`` workers);
-    ``partial_sums``: outputs read back after an earlier window drained them."""
+    ``partial_sums``: outputs read back after an earlier window drained them. With
+    ``layout`` (a path or a dict, as ``--layout``): each parent level's ``"layout"``, the
+    lines its fills and drains take in ``line_bytes`` lines against the fewest, and
+    bank cycles where the file gives banks."""
     if method not in ("closed-form", "enumerate"):
         raise ValueError(f"method is 'closed-form' or 'enumerate', not {method!r}")
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    layout_text, layout_file = _layout_source(layout)
     return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads),
-                               method == "enumerate", bool(partial_sums))
+                               method == "enumerate", bool(partial_sums), layout_text, layout_file,
+                               int(line_bytes), int(align))
 
 
 def timeline(
@@ -297,6 +306,22 @@ def describe(spec: Spec) -> dict:
     return spec.describe()
 
 
+def _layout_source(layout):
+    """(text, name) of a layout given as a path or a dict; ("", "") for none."""
+    if layout is None:
+        return "", ""
+    if isinstance(layout, dict):
+        import json
+
+        return json.dumps(layout), "<layout dict>"  # JSON is YAML
+    path = os.fspath(layout)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except OSError as e:
+        raise ValueError(f"cannot read the layout file {path}: {e.strerror}") from None
+
+
 def transfers(
     spec_or_mapping,
     level: str,
@@ -311,18 +336,22 @@ def transfers(
     align: int = 4096,
     cycles_per_timestep: int = 1,
     issue_rate=None,
+    layout=None,
 ) -> TransferTrace:
     """The requests between ``level`` and its children, as ``looptrace transfers``; each
     with its issue ``cycle`` (``timestep * cycles_per_timestep``, or queued at
-    ``issue_rate`` requests a cycle: ``4``, ``"1/8"``, ``0.25``, as ``--issue-rate``)."""
+    ``issue_rate`` requests a cycle: ``4``, ``"1/8"``, ``0.25``, as ``--issue-rate``).
+    ``layout``: a layout file's path, or its content as a dict (``{"layout": {...}}``), as
+    ``--layout``."""
     handle = _handle(spec_or_mapping, workload)
+    layout_text, layout_file = _layout_source(layout)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
     rate = "" if issue_rate is None else str(issue_rate)
     if issue_rate is not None and rate == "":
         raise ValueError("issue_rate must not be empty")
     t, a, w, c, x, storages, names, cycle = _looptrace.transfers(
         handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align),
-        int(cycles_per_timestep), rate
+        int(cycles_per_timestep), rate, layout_text, layout_file
     )
     return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names, cycle, issue_rate is not None)
 

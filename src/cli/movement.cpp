@@ -7,6 +7,8 @@
 #include "looptrace/closed_form/movement.hpp"
 #include "looptrace/sinks/movement_report.hpp"
 #include "looptrace/sinks/output.hpp"
+#include "looptrace/stages/layout.hpp"
+#include "looptrace/stages/transfer_request.hpp"
 
 namespace looptrace::cli {
 
@@ -30,13 +32,33 @@ void add_movement_command(CLI::App& app) {
   cmd->add_flag("--partial-sums", *partial_sums,
                 "Count an output tile filled again after an earlier window drained it (a reduction above the node) "
                 "as read back from the parent, as analytical models do");
-  cmd->callback([args, format, threads, method, partial_sums] {
+  auto layout = std::make_shared<std::string>();
+  cmd->add_option("--layout", *layout,
+                  "A layout file: add, per level with children, the lines its fills and drains take against the "
+                  "fewest, and its bank cycles (README 'Layouts')");
+  auto line_bytes = std::make_shared<std::int64_t>(64);
+  cmd->add_option("--line-bytes", *line_bytes, "With --layout: the line size the costs count in")
+      ->capture_default_str()
+      ->check(whole_number(1, std::int64_t(1) << 30));
+  auto align = std::make_shared<std::int64_t>(4096);
+  cmd->add_option("--align", *align, "With --layout: where tensors the file does not place start (as transfers)")
+      ->capture_default_str()
+      ->check(whole_number(1, std::int64_t(1) << 40));
+  cmd->callback([args, format, threads, method, partial_sums, layout, line_bytes, align] {
     Schedule schedule = args->load();
     MovementOptions how;
     how.method = *method == "enumerate" ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = *threads;
     how.partial_sums = *partial_sums;
-    const MovementReport report = summarize_movement(schedule, args->resolved(), how);
+    MovementReport report = summarize_movement(schedule, args->resolved(), how);
+    if (!layout->empty()) {
+      const LayoutSpec spec = load_layout(*layout);
+      check_layout_names(schedule, spec);
+      TransferOptions checked;
+      checked.line_bytes = std::uint64_t(*line_bytes), checked.align = std::uint64_t(*align);
+      check_transfer_options(checked);
+      add_layout_costs(report, schedule, args->resolved(), &spec, checked.line_bytes, checked.align);
+    }
     OutputBuffer out(STDOUT_FILENO);
     if (*format == "text") {
       out.write(movement_text(report));

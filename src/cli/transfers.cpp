@@ -21,6 +21,7 @@ struct TransferArgs {
   std::int64_t cycles_per_timestep = 1;
   std::optional<std::string> issue_rate;  // none: no limit
   std::string method = "closed-form";
+  std::string layout;  // a layout file (SEMANTICS "Layouts"); empty: row-major
 };
 }  // namespace
 
@@ -51,9 +52,17 @@ void add_transfers_command(CLI::App& app) {
                   "closed-form (write each child tile's lines as boxes) or enumerate (follow every access: the check)")
       ->capture_default_str()
       ->check(CLI::IsMember({"closed-form", "enumerate"}));
+  cmd->add_option("--layout", t->layout,
+                  "A layout file: each tensor's order, blocks, padding and base in each level (README 'Layouts')");
   cmd->callback([args, t] {
     t->options.enumerate = t->method == "enumerate";
     Schedule schedule = args->load();
+    std::optional<LayoutSpec> layout;
+    if (!t->layout.empty()) {
+      layout = load_layout(t->layout);
+      check_layout_names(schedule, *layout);
+      t->options.layout = &*layout;
+    }
     if (t->options.level.empty()) {
       std::string levels;
       for (const auto& l : schedule.memory_levels) levels += (levels.empty() ? "" : ", ") + l;

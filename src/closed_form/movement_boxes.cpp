@@ -826,3 +826,14 @@ void SlotWindows::next() {
 }
 
 }  // namespace looptrace::movement_boxes
+
+namespace looptrace::movement_boxes {
+
+std::int64_t union_elements(const std::vector<Box>& boxes) {
+  std::vector<const Box*> live;
+  for (const Box& b : boxes)
+    if (std::none_of(b.begin(), b.end(), [](const Span& s) { return s.empty(); })) live.push_back(&b);
+  return live.empty() ? 0 : narrowed(union_size(live));
+}
+
+}  // namespace looptrace::movement_boxes

@@ -103,6 +103,10 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
 // are not one (a strided image).
 bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);
 
+// The number of elements in the union of `boxes` (empty ones allowed). Throws NotClosed
+// past 64 distinct boxes, SpecError past 2^63 - 1.
+std::int64_t union_elements(const std::vector<Box>& boxes);
+
 // The windows of one (Storage node, tensor) in time order, each with the elements it
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
 // the set), for transfer traces. Windows are clipped to `clip`; `from` skips the

@@ -35,6 +35,11 @@ void read_memories(const Reader& in, const SpecNode& node, const SpecNode* varia
       } catch (const SpecError&) {
       }
     }
+    if (const SpecNode* extra = node.find("extra_attributes_for_component_model"); extra && extra->is_map())
+      if (const SpecNode* n = extra->find("n_banks"); n && n->is_scalar() && !n->text.empty() && n->text.size() < 10 &&
+                                                     std::all_of(n->text.begin(), n->text.end(), ::isdigit) &&
+                                                     std::stoll(n->text) > 0)
+        m.banks = std::stoll(n->text);
     out.emplace(name->text, std::move(m));
   }
   for (const auto& [k, v] : node.entries) read_memories(in, *v, variables, out, depth + 1);

@@ -39,6 +39,34 @@ json capacity_json(const LevelMovement& l) {
 
 }  // namespace
 
+json layout_json(const LevelLayoutCost& c) {
+  json out;
+  out["line_bytes"] = c.line_bytes;
+  if (c.banks > 0) {
+    out["banks"] = c.banks;
+    out["bank_bytes"] = c.bank_bytes;
+    out["peak_bank_requests"] = {{"requests", c.peak_bank_requests}, {"timestep", c.peak_bank_timestep}};
+  }
+  json tensors = json::array();
+  for (const auto& t : c.tensors) {
+    json tj;
+    tj["tensor"] = t.tensor;
+    tj["fill_lines"] = t.fill_lines;
+    tj["min_fill_lines"] = t.min_fill_lines ? json(*t.min_fill_lines) : json(nullptr);
+    tj["drain_lines"] = t.drain_lines;
+    tj["min_drain_lines"] = t.min_drain_lines ? json(*t.min_drain_lines) : json(nullptr);
+    if (c.banks > 0) {
+      tj["bank_cycles"] = t.bank_cycles;
+      tj["min_bank_cycles"] = t.min_bank_cycles;
+      tj["max_tile_cycles"] = t.max_tile_cycles;
+    }
+    tensors.push_back(tj);
+  }
+  out["tensors"] = tensors;
+  if (!c.enumerated.empty()) out["enumerated"] = c.enumerated;
+  return out;
+}
+
 json movement_json(const MovementReport& r) {
   json out;
   out["n_timesteps"] = r.n_timesteps;
@@ -70,6 +98,7 @@ json movement_json(const MovementReport& r) {
       tensors.push_back(tj);
     }
     level["tensors"] = tensors;
+    if (l.layout) level["layout"] = layout_json(*l.layout);
     levels.push_back(level);
   }
   out["levels"] = levels;
@@ -93,6 +122,32 @@ std::string bits_text(double bits) {
   return out.str();
 }
 }  // namespace
+
+// What each parent level's layout costs: lines against the fewest, bank cycles.
+void layout_text(const MovementReport& r, std::ostringstream& out) {
+  auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  const int n = 12;
+  for (const auto& l : r.levels) {
+    if (!l.layout) continue;
+    const LevelLayoutCost& c = *l.layout;
+    out << "\n" << l.level << " layout (" << c.line_bytes << "-byte lines";
+    if (c.banks > 0) out << ", " << c.banks << " banks of " << c.bank_bytes << " bytes";
+    out << "):\n" << std::left << std::setw(14) << "  tensor" << std::right << std::setw(n) << "fill lines"
+        << std::setw(n) << "fewest" << std::setw(n) << "drain lines" << std::setw(n) << "fewest";
+    if (c.banks > 0) out << std::setw(n) << "cycles" << std::setw(n) << "fewest" << std::setw(n) << "tile max";
+    out << "\n";
+    for (const auto& t : c.tensors) {
+      out << "  " << std::left << std::setw(12) << t.tensor << std::right << std::setw(n) << t.fill_lines
+          << std::setw(n) << opt(t.min_fill_lines) << std::setw(n) << t.drain_lines << std::setw(n)
+          << opt(t.min_drain_lines);
+      if (c.banks > 0) out << std::setw(n) << t.bank_cycles << std::setw(n) << t.min_bank_cycles << std::setw(n) << t.max_tile_cycles;
+      out << "\n";
+    }
+    if (c.banks > 0)
+      out << "  the most requests one bank gets in a timestep: " << c.peak_bank_requests << " at t=" << c.peak_bank_timestep << "\n";
+    if (!c.enumerated.empty()) out << "  (its transfers follow the accesses: " << c.enumerated << ")\n";
+  }
+}
 
 std::string movement_text(const MovementReport& r) {
   std::ostringstream out;
@@ -144,6 +199,7 @@ std::string movement_text(const MovementReport& r) {
     out << "\n";
   }
   for (const auto& e : r.enumerated) out << "enumerated " << e.level << ": " << e.reason << "\n";
+  layout_text(r, out);
   return out.str();
 }
 

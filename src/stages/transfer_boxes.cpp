@@ -17,14 +17,14 @@ namespace {
 
 constexpr std::size_t kBatch = 4096;
 
-// The lines of one box of a tensor in ascending order. A run is the box's elements
-// with the coordinates before rank `inner` fixed: contiguous, since every rank after
-// `inner` is whole.
+// The lines of one box of a tensor's layout digits (TensorLayout::digits, address
+// order) in ascending order. A run is the box's elements with the digits before
+// `inner` fixed: contiguous, since every digit after `inner` is whole.
 struct LineStream {
-  mb::Box box;
-  boost::container::small_vector<std::int64_t, 6> coord;  // of the ranks before `inner`
+  boost::container::small_vector<mb::Span, 12> box;  // per digit (2 per blocked rank)
+  boost::container::small_vector<std::int64_t, 12> coord;  // of the digits before `inner`
   std::size_t inner = 0;
-  const TensorInfo* info = nullptr;
+  const std::vector<LayoutDigit>* digits = nullptr;
   std::uint64_t base = 0, size = 1, line = 64;
   std::uint64_t cur = 0, last = 0;  // the current run's lines still to give, [cur, last]
   std::uint64_t floor = 0;          // every line below was given
@@ -34,7 +34,7 @@ struct LineStream {
   void start() {
     const std::size_t ranks = box.size();
     inner = ranks == 0 ? 0 : ranks - 1;
-    while (inner > 0 && box[inner].lo == 0 && box[inner].hi == info->shape[inner]) --inner;
+    while (inner > 0 && box[inner].lo == 0 && box[inner].hi == (*digits)[inner].extent) --inner;
     coord.resize(inner);
     for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].lo;
     done = false;
@@ -43,10 +43,10 @@ struct LineStream {
   // The current run's lines; false when all are below `floor`.
   bool load() {
     std::uint64_t e0 = 0, n = 1;
-    for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * std::uint64_t(info->strides[r]);
+    for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * (*digits)[r].stride;
     if (!box.empty()) {
-      e0 += std::uint64_t(box[inner].lo) * std::uint64_t(info->strides[inner]);
-      n = std::uint64_t(box[inner].hi - box[inner].lo) * std::uint64_t(info->strides[inner]);
+      e0 += std::uint64_t(box[inner].lo) * (*digits)[inner].stride;
+      n = std::uint64_t(box[inner].hi - box[inner].lo) * (*digits)[inner].stride;
     }
     const std::uint64_t a0 = base + e0 * size, a1 = base + (e0 + n) * size - 1;
     cur = std::max(a0 / line, floor);
@@ -77,6 +77,12 @@ struct LineStream {
   bool after(const LineStream& o) const { return comes_after(request(), o.request()); }
 };
 
+// Along a blocked rank, a box's span is a partial first block, the whole blocks and a
+// partial last block: each a span of block indices and one inside the block.
+struct Piece {
+  mb::Span outer, inner;
+};
+
 struct Cursor {
   mb::SlotWindows windows;
   std::uint32_t child, tensor;
@@ -96,6 +102,8 @@ struct BoxTransfers::Impl {
   TransferOptions options;
   std::vector<Cursor> cursors;
   std::vector<LineStream> streams;
+  std::vector<Piece> pieces;  // add(): per rank of a box, its pieces (from starts[r], counts[r] of them)
+  std::vector<std::size_t> starts, counts, choice;
   std::vector<std::size_t> heap;  // of streams, the least on top
   std::int64_t now = -1;          // the timestep the streams are at
   std::vector<TransferRequest> out;
@@ -105,16 +113,51 @@ struct BoxTransfers::Impl {
   bool kept(std::int64_t t) const {
     return t >= options.report.from && (t < options.report.to || (t == options.report.to && options.report_end));
   }
+  // A box of the tensor is a union of boxes of its layout's digits (Piece).
   void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c) {
+    const TensorLayout& layout = addresses.layouts[c.tensor];
     for (const mb::Box& b : boxes) {
-      LineStream& st = streams.emplace_back();
-      st.box = b;
-      st.info = &schedule->tensors[c.tensor];
-      st.base = addresses.base[c.tensor], st.size = addresses.bytes[c.tensor], st.line = options.line_bytes;
-      st.write = write, st.child = c.child, st.tensor = c.tensor;
-      st.start();
-      if (st.done) streams.pop_back();
+      if (std::any_of(b.begin(), b.end(), [](const mb::Span& s) { return s.empty(); })) continue;
+      pieces.clear();
+      counts.clear();
+      for (std::uint32_t r = 0; r < b.size(); ++r) split(b[r], layout.block(r));
+      choice.assign(b.size(), 0);
+      for (;;) {
+        add_stream(layout, write, c);
+        std::size_t r = b.size();
+        while (r > 0 && ++choice[r - 1] == counts[r - 1]) choice[--r] = 0;
+        if (r == 0) break;
+      }
     }
+  }
+  void split(const mb::Span& s, std::int64_t block) {
+    const std::size_t at = pieces.size();
+    if (block == 1) {
+      pieces.push_back({s, {0, 1}});
+    } else if (s.lo / block == (s.hi - 1) / block) {
+      pieces.push_back({{s.lo / block, s.lo / block + 1}, {s.lo % block, (s.hi - 1) % block + 1}});
+    } else {
+      const std::int64_t first = (s.lo + block - 1) / block, end = s.hi / block;  // the whole blocks
+      if (s.lo % block != 0) pieces.push_back({{s.lo / block, s.lo / block + 1}, {s.lo % block, block}});
+      if (first < end) pieces.push_back({{first, end}, {0, block}});
+      if (s.hi % block != 0) pieces.push_back({{end, end + 1}, {0, s.hi % block}});
+    }
+    starts.resize(counts.size() + 1);
+    starts[counts.size()] = at;
+    counts.push_back(pieces.size() - at);
+  }
+  void add_stream(const TensorLayout& layout, bool write, const Cursor& c) {
+    LineStream& st = streams.emplace_back();
+    st.box.clear();
+    for (const LayoutDigit& d : layout.digits()) {
+      const Piece& p = pieces[starts[d.rank] + choice[d.rank]];
+      st.box.push_back(d.inner ? p.inner : p.outer);
+    }
+    st.digits = &layout.digits();
+    st.base = layout.base, st.size = layout.bytes, st.line = options.line_bytes;
+    st.write = write, st.child = c.child, st.tensor = c.tensor;
+    st.start();
+    if (st.done) streams.pop_back();
   }
   void gather(std::int64_t t) {
     now = t;
@@ -187,7 +230,7 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
   m.context.window = report;
   m.context.trace_end = end;
   m.context.traces = TraceFilter::from_names(s, o.tensors, o.einsums).trace_enabled;
-  m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align);
+  m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align, options.layout, options.level);
   const TimeRange clip{0, end};  // a prefix cuts windows; a window or shard only drops requests
   if (report.empty()) return b;  // nothing to report
   try {

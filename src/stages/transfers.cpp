@@ -17,25 +17,6 @@ void check_transfer_options(const TransferOptions& o) {
                     std::to_string(o.align));
 }
 
-AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& order, std::uint64_t align) {
-  if (align == 0) throw SpecError("--align must be at least 1 byte");
-  AddressMap m;
-  m.base.assign(s.tensors.size(), 0);
-  m.bytes.assign(s.tensors.size(), 1);
-  std::uint64_t next = 0;
-  for (const auto& name : order) {
-    const int t = s.find_tensor(name);
-    if (t < 0) continue;
-    const TensorInfo& info = s.tensors[std::size_t(t)];
-    const std::uint64_t bytes = info.bits_per_value ? std::uint64_t((*info.bits_per_value + 7) / 8) : 1;
-    next = (next + align - 1) / align * align;
-    m.base[std::size_t(t)] = next;
-    m.bytes[std::size_t(t)] = std::max<std::uint64_t>(bytes, 1);
-    next += std::uint64_t(info.size) * m.bytes[std::size_t(t)];
-  }
-  return m;
-}
-
 std::vector<std::string> traced_tensors(const Schedule& s, const StreamContext& context) {
   std::vector<std::string> order;
   for (std::size_t i = 0; i < s.traces.size(); ++i)
@@ -111,17 +92,24 @@ void TransferQueue::queue_lines(std::span<const std::int64_t> elements, std::int
                                 const TileTraffic& w) {
   if (t < options_.report.from || t > options_.report.to || (t == options_.report.to && !options_.report_end))
     return;
-  const std::uint64_t base = addresses_.base[w.tensor], size = addresses_.bytes[w.tensor];
-  const std::uint64_t line = options_.line_bytes;
-  std::uint64_t next = 0;  // elements ascend, so lines do: the first line not yet asked for
-  for (std::int64_t e : elements) {
-    const std::uint64_t a = base + std::uint64_t(e) * size;
+  const TensorLayout& layout = addresses_.layouts[w.tensor];
+  const std::uint64_t size = layout.bytes, line = options_.line_bytes;
+  std::uint64_t next = 0;  // addresses ascend, so lines do: the first line not yet asked for
+  auto lines_of = [&](std::uint64_t a) {
     for (std::uint64_t l = std::max(a / line, next); l <= (a + size - 1) / line; ++l) {
       pending_.push_back({t, l * line, write, w.storage, w.tensor});
       std::push_heap(pending_.begin(), pending_.end(), kLater);
     }
     next = std::max(next, (a + size - 1) / line + 1);
+  };
+  if (layout.identity()) {  // elements ascend, so addresses do
+    for (std::int64_t e : elements) lines_of(layout.base + std::uint64_t(e) * size);
+    return;
   }
+  scratch_.clear();  // reused: no allocation once it has grown to a tile
+  for (std::int64_t e : elements) scratch_.push_back(addresses_.address(w.tensor, e));
+  std::sort(scratch_.begin(), scratch_.end());
+  for (std::uint64_t a : scratch_) lines_of(a);
 }
 
 void TransferQueue::take(std::span<const TileTraffic> events) {

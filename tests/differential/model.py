@@ -809,8 +809,47 @@ class Model:
             out.append(entry)
         return {"n_timesteps": to, "from": frm, "truncated": frm > 0 or to < n, "levels": out}
 
+    def layout_addresses(self, order, align, with_bytes, layout, level):
+        """{tensor: {coordinates: address}} as SEMANTICS "Layouts" says, by brute force:
+        every point of the padded, blocked space is visited in address order and numbered
+        (no strides). `layout`: {"align": A, "tensors": {X: spec}, "levels": {L: {X: spec}}}
+        with spec keys order, block, block_order, pad, base, align."""
+        shapes = self.shapes()
+        ranks = self._ranks
+        layout = layout or {}
+        file_align = layout.get("align", align)
+        out, nxt = {}, 0
+        for x in order:
+            size = max(1, (self.bytes_per_value(x) if with_bytes else None) or 1)
+            spec = layout.get("levels", {}).get(level, {}).get(x, layout.get("tensors", {}).get(x))
+            rk = ranks[x]
+            spec = spec or {}
+            a = spec.get("align", file_align if spec or layout else align)
+            blk = {r: spec.get("block", {}).get(r, 1) for r in rk}
+            padded = {}
+            for r, d in zip(rk, shapes[x]):
+                pd = spec.get("pad", {}).get(r, 1)
+                d = -(-d // pd) * pd
+                padded[r] = -(-d // blk[r]) * blk[r]
+            order_r = spec.get("order", rk)
+            inner_r = spec.get("block_order", order_r)
+            digits = [(r, False, padded[r] // blk[r]) for r in order_r] + [(r, True, blk[r]) for r in inner_r]
+            base = spec["base"] if "base" in spec else -(-nxt // a) * a
+            table, n = {}, 0
+            for point in itertools.product(*[range(e) for _, _, e in digits]):
+                c = {r: 0 for r in rk}
+                for (r, inner, _), v in zip(digits, point):
+                    c[r] += v if inner else v * blk[r]
+                coords = tuple(c[r] for r in rk)
+                if all(v < d for v, d in zip(coords, shapes[x])):
+                    table[coords] = base + n * size
+                n += 1
+            out[x] = (table, size)
+            nxt = base + n * size
+        return out
+
     def transfers(self, level, line_bytes=64, align=4096, max_timesteps=None, frm=None, to=None,
-                  shard=None, tensors=None, einsums=None, with_bytes=True):
+                  shard=None, tensors=None, einsums=None, with_bytes=True, layout=None):
         """Like `looptrace transfers --format jsonl`, as dicts. The trace is the prefix
         [0, N) (child windows cut at N only); --from/--to/--shard keep its requests whose
         t lies in the selected part, plus those at N when a non-empty part ends there (an
@@ -824,25 +863,14 @@ class Model:
             length = b - a
             a, b = a + length * i // k, a + length * (i + 1) // k
         order = self.summary(tensors=tensors, einsums=einsums)["tensors"]
-        shapes = self.shapes()
-        base, size, nxt = {}, {}, 0
-        for x in order:
-            nxt = -(-nxt // align) * align
-            base[x] = nxt
-            size[x] = max(1, (self.bytes_per_value(x) if with_bytes else None) or 1)
-            count = 1
-            for d in shapes[x]:
-                count *= d
-            nxt += count * size[x]
+        where = self.layout_addresses(order, align, with_bytes, layout, level)
 
         def lines(x, elements):
             out = set()
+            table, size = where.get(x, ({}, 1))  # a tensor filtered out moves nothing
             for c in elements:
-                e = 0
-                for v, d in zip(c, shapes[x]):
-                    e = e * d + v
-                addr = base[x] + e * size[x]
-                out.update(range(addr // line_bytes, (addr + size[x] - 1) // line_bytes + 1))
+                addr = table[tuple(c)]
+                out.update(range(addr // line_bytes, (addr + size - 1) // line_bytes + 1))
             return sorted(out)
 
         nodes, _ = self.storage_nodes()

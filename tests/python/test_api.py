@@ -279,6 +279,23 @@ def test_transfers_equal_cli(conv, fused):
         looptrace.transfers(conv, "MainMemory", issue_rate="0")
 
 
+def test_layout_equal_cli(tmp_path):
+    # README "Layouts": the conv1d with a channel rank, I in 2 x 4 blocks, 2 banks of 4 bytes.
+    spec_file, layout_file = SPECS / "conv1d_channels.yaml", SPECS / "conv1d_channels.layout.yaml"
+    spec = looptrace.Spec.from_yaml(str(spec_file))
+    args = ["--level", "MainMemory", "--line-bytes", "4", "--layout", str(layout_file)]
+    expected = [json.loads(l) for l in cli("transfers", str(spec_file), *args).splitlines()]
+    got = looptrace.transfers(spec, "MainMemory", line_bytes=4, layout=layout_file)
+    assert list(got.records()) == expected
+    as_dict = {"layout": {"tensors": {"I": {"block": {"C": 2, "P": 4}}}}}
+    assert list(looptrace.transfers(spec, "MainMemory", line_bytes=4, layout=as_dict).records()) == expected
+    report = looptrace.movement(spec, layout=layout_file, line_bytes=4)
+    cost = {t["tensor"]: t for t in report["levels"][0]["layout"]["tensors"]}
+    assert (cost["I"]["fill_lines"], cost["I"]["min_fill_lines"], cost["I"]["bank_cycles"]) == (24, 16, 12)
+    with pytest.raises(looptrace.SpecError, match="leaves out rank C"):
+        looptrace.transfers(spec, "MainMemory", layout={"layout": {"tensors": {"I": {"order": ["P"]}}}})
+
+
 def test_trace_iterations_equal_cli(fused):
     expected = [json.loads(l) for l in cli("iterations", *MATMULS, *cli_defines(DEFINES)).splitlines()]
     leaves = looptrace.trace_iterations(fused)

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/closed_form/layout_costs.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/frontend/load.hpp"  // what a caller compiles the schedule from
@@ -48,6 +49,7 @@ struct LevelMovement {
   // The arch's size of the level in bits (when it names one), and what fits.
   std::optional<double> capacity_bits;
   std::optional<std::string> capacity_unevaluated;  // an expression needing AccelForge's context
+  std::optional<LevelLayoutCost> layout;  // add_layout_costs(): what its layout costs, as a parent
 };
 
 enum class MovementMethod { closed_form, enumerate };
@@ -97,6 +99,13 @@ class PeakTracker {
   std::vector<Segment> segments_;
   FootprintPeak peak_;
 };
+
+struct LayoutSpec;
+// Adds to each level that is some node's parent what its layout costs (LevelLayoutCost),
+// from its transfer trace with `layout` (null: row-major) at `line_bytes`. Covers the
+// whole run or a --max-timesteps prefix: throws SpecError for --from/--to/--shard.
+void add_layout_costs(MovementReport& report, const Schedule& schedule, const TraceOptions& options,
+                      const LayoutSpec* layout, std::uint64_t line_bytes, std::uint64_t align);
 
 // Throws SpecError for a sampled selection (movement needs whole stretches of time).
 MovementReport summarize_movement(const Schedule& schedule, const TraceOptions& options, const MovementOptions& how);

@@ -16,6 +16,9 @@ struct ArchMemory {
   std::string size_text;
   std::optional<double> size_bits;
   SourceLocation where;
+  // `extra_attributes_for_component_model: {n_banks: N}`, when a whole number: the banks a
+  // layout's costs count (a layout file's `banks:` wins).
+  std::optional<std::int64_t> banks;
 };
 
 // A spatial dimension of a component (`spatial: [{name: X, fanout: 4}]`): the !Spatial

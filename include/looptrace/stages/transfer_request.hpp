@@ -9,6 +9,8 @@
 
 #include "looptrace/record.hpp"
 #include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/layout.hpp"
+#include "looptrace/stages/layout.hpp"  // AddressMap: where each tensor lies
 
 namespace looptrace {
 
@@ -41,18 +43,11 @@ struct TransferOptions {
   TimeRange report{0, kEndOfTime};  // requests outside are dropped (the windows run whole)
   bool report_end = true;           // also keep requests at report.to: the trace ends there
   bool enumerate = false;           // transfer_pipeline: follow the accesses (the check), not boxes
+  const LayoutSpec* layout = nullptr;  // the layouts of `level` (null: row-major); the caller keeps it alive
 };
 
 // Refuses (SpecError) a line size or an alignment that is not a power of two.
 void check_transfer_options(const TransferOptions& options);
 
-// Where each traced tensor lies: in `order`, each starting at the next multiple of
-// `align` (a power of two: check_transfer_options); element e at base + e * bytes_per_value (1 byte without bits_per_value).
-struct AddressMap {
-  std::vector<std::uint64_t> base;   // per Schedule::tensors
-  std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
-
-  static AddressMap make(const Schedule& schedule, const std::vector<std::string>& order, std::uint64_t align);
-};
 
 }  // namespace looptrace

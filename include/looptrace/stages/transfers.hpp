@@ -67,6 +67,7 @@ class TransferQueue {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
   std::vector<std::int64_t> open_starts_;  // of the child windows open now
   std::vector<TransferRequest> pending_;   // a heap, earliest on top
+  std::vector<std::uint64_t> scratch_;     // one fill's or drain's addresses, sorted
   std::int64_t settled_ = -kEndOfTime - 1;
 };
 
@@ -202,7 +203,8 @@ struct TransfersAdaptor : StageAdaptor {
  private:
   template <TrafficSource Up>
   static Transfers<Up> over_traffic(Up up, TransferOptions o) {
-    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), o.align);
+    AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), o.align,
+                                           o.layout, o.level);
     return Transfers<Up>(std::move(up), std::move(o), std::move(addresses));
   }
 };
