@@ -34,9 +34,9 @@ struct LineStream {
   void start() {
     const std::size_t ranks = box.size();
     inner = ranks == 0 ? 0 : ranks - 1;
-    while (inner > 0 && box[inner].lo == 0 && box[inner].hi == info->shape[inner]) --inner;
+    while (inner > 0 && box[inner].from == 0 && box[inner].to == info->shape[inner]) --inner;
     coord.resize(inner);
-    for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].lo;
+    for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].from;
     done = false;
     if (!load()) next_run();
   }
@@ -45,8 +45,8 @@ struct LineStream {
     std::uint64_t e0 = 0, n = 1;
     for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * std::uint64_t(info->strides[r]);
     if (!box.empty()) {
-      e0 += std::uint64_t(box[inner].lo) * std::uint64_t(info->strides[inner]);
-      n = std::uint64_t(box[inner].hi - box[inner].lo) * std::uint64_t(info->strides[inner]);
+      e0 += std::uint64_t(box[inner].from) * std::uint64_t(info->strides[inner]);
+      n = std::uint64_t(box[inner].to - box[inner].from) * std::uint64_t(info->strides[inner]);
     }
     const std::uint64_t a0 = base + e0 * size, a1 = base + (e0 + n) * size - 1;
     cur = std::max(a0 / line, floor);
@@ -57,8 +57,8 @@ struct LineStream {
     for (;;) {
       std::size_t r = inner;
       while (r > 0) {  // the odometer over the ranks before `inner`
-        if (++coord[r - 1] < box[r - 1].hi) break;
-        coord[r - 1] = box[r - 1].lo;
+        if (++coord[r - 1] < box[r - 1].to) break;
+        coord[r - 1] = box[r - 1].from;
         --r;
       }
       if (r == 0) {
