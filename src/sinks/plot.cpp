@@ -111,10 +111,7 @@ struct OpenTile {
 
 std::vector<Interval> runs_of(const std::vector<std::int64_t>& sorted_keys) {
   std::vector<Interval> runs;
-  for (std::int64_t k : sorted_keys) {
-    if (!runs.empty() && runs.back().to == k) ++runs.back().to;
-    else runs.push_back({k, k + 1});
-  }
+  for (std::int64_t k : sorted_keys) append_merged(runs, Interval::point(k));
   return runs;
 }
 

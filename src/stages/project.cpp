@@ -209,8 +209,7 @@ void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] == 0) continue;
     const std::int64_t value = from + std::int64_t(i);
-    if (!out.empty() && out.back().to == value) out.back().to = value + 1;
-    else out.push_back({value, value + 1});
+    append_merged(out, Interval::point(value));
     weights.push_back(std::uint32_t(std::min(counts[i], kMaxMultiplicity)));
   }
 }

@@ -34,7 +34,7 @@ struct LineStream {
   void start() {
     const std::size_t ranks = box.size();
     inner = ranks == 0 ? 0 : ranks - 1;
-    while (inner > 0 && box[inner].from == 0 && box[inner].to == info->shape[inner]) --inner;
+    while (inner > 0 && box[inner] == Interval{0, info->shape[inner]}) --inner;  // whole ranks
     coord.resize(inner);
     for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].from;
     done = false;
