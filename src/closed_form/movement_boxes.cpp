@@ -182,7 +182,7 @@ Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
     across.clear();
     for (const Box* b : boxes)
-      if ((*b)[rank].from <= cuts[i] && (*b)[rank].to >= cuts[i + 1]) across.push_back(b);
+      if ((*b)[rank].contains(Interval{cuts[i], cuts[i + 1]})) across.push_back(b);
     total += Wide(cuts[i + 1] - cuts[i]) * union_from(across, rank + 1);
   }
   return total;
