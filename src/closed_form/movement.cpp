@@ -193,7 +193,7 @@ bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
     return TimeRange{from, from + length};
   };
   const TimeRange x = stretch(a), y = stretch(b);
-  return a.duration > 0 && b.duration > 0 && x.from < y.to && y.from < x.to;
+  return a.duration > 0 && b.duration > 0 && overlaps(x, y);
 }
 
 void add_checked(std::int64_t& into, std::int64_t n) {
@@ -209,8 +209,8 @@ FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool by
   std::vector<std::pair<std::int64_t, std::int64_t>> changes;  // (time, delta): ends sort first
   for (const auto& h : held) {
     const std::int64_t v = bytes ? h.bytes : h.elements;
-    changes.push_back({h.from, v});
-    changes.push_back({h.to, -v});
+    changes.push_back({h.when.from, v});
+    changes.push_back({h.when.to, -v});
   }
   std::sort(changes.begin(), changes.end());
   FootprintPeak peak{0, -1};

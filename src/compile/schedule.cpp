@@ -433,9 +433,6 @@ struct Compiler {
       }
   }
 
-  struct Stretch {
-    std::int64_t lo, hi;  // [lo, hi)
-  };
   // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
   static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
                                   std::int64_t lo, std::int64_t hi) {
@@ -446,12 +443,12 @@ struct Compiler {
     // Later tiles start later; the last two non-empty ones bound every other.
     // Tiles starting at or past `hi - lo` are empty; skip them in O(1), not one by one
     // (an inner loop under a far larger tile can have ~2^61 of them).
-    const std::int64_t last = std::min(l.count, tile_count(hi - lo, l)) - 1;
+    const std::int64_t last = tiling::tiles_within(hi - lo, l) - 1;
     int tried = 0;
     for (std::int64_t j = last; j >= 0 && tried < 2; --j) {
-      const Stretch sub = tiling::sub_tile(Stretch{lo, hi}, l, j);
-      if (sub.lo >= sub.hi) continue;
-      best = std::max(best, max_visited(chain, k + 1, sub.lo, sub.hi));
+      const Interval sub = tiling::sub_tile(Interval{lo, hi}, l, j);
+      if (sub.empty()) continue;
+      best = std::max(best, max_visited(chain, k + 1, sub.from, sub.to));
       ++tried;
     }
     return best;

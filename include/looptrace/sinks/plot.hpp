@@ -14,7 +14,7 @@
 #include "looptrace/closed_form/tile_timeline.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
-#include "looptrace/stages/leaf_iterations.hpp"
+#include "looptrace/interval.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace {
