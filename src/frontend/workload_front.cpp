@@ -222,6 +222,20 @@ void read_einsum_list(const Reader& in, const SpecNode& list, Workload& w, const
   }
 }
 
+// Every access of a tensor names the same ranks, in the same order (AccelForge's
+// Workload._validate): the workload model holds this for every later step.
+void check_tensor_ranks(const Workload& w) {
+  std::map<std::string, std::pair<const TensorAccess*, const Einsum*>> first;  // tensor -> its first access
+  for (const auto& e : w.einsums)
+    for (const auto& a : e.accesses) {
+      auto [it, fresh] = first.emplace(a.tensor, std::make_pair(&a, &e));
+      if (!fresh && it->second.first->ranks != a.ranks)
+        throw SpecError(a.where, "tensor '" + a.tensor + "' has ranks [" + join(a.ranks) + "] in Einsum '" + e.name +
+                                     "' but [" + join(it->second.first->ranks) + "] in Einsum '" +
+                                     it->second.second->name + "'; every access of a tensor names the same ranks");
+    }
+}
+
 }  // namespace
 
 Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* variables) {
@@ -252,6 +266,7 @@ Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* v
   if (!einsums) in.fail(node, "the workload needs 'einsums'");
   in.expect_list(*einsums, "einsums");
   read_einsum_list(in, *einsums, w, sizes, variables, 0);
+  check_tensor_ranks(w);
   if (const SpecNode* bits = node.find("bits_per_value"); bits && bits->is_map())
     warn_unknown_bits_keys(in, *bits, w);
   return w;

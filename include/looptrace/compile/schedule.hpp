@@ -124,7 +124,9 @@ struct Schedule {
 };
 
 // Checks what tracing needs (defined Einsums and tensors, loops over rank variables
-// the Einsum has, no 64-bit overflow) and throws SpecError naming the node otherwise.
+// the Einsum has, no 64-bit overflow), over every Einsum's box and every node (the
+// branches no path reaches too: every subcommand checks alike), and throws SpecError
+// naming the node otherwise.
 Schedule compile_schedule(const Spec& spec);
 
 // Refuses (SpecError at the Compute node, naming the !Spatial loop) a leaf of one of

@@ -40,6 +40,8 @@ struct Einsum {
   bool has_rank_variable(const std::string& v) const;
 };
 
+// As the front end reads it (AccelForge's Workload._validate): Einsum names are unique
+// and every access of a tensor names the same ranks, in the same order.
 struct Workload {
   std::vector<Einsum> einsums;
   std::vector<Constraint> constraints;  // workload-level iteration_space_shape
