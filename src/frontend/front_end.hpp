@@ -17,6 +17,7 @@
 #include "jinja_internal.hpp"
 #include "looptrace/frontend/load.hpp"
 #include "spec_node.hpp"
+#include "support/text.hpp"
 
 namespace looptrace::front_end {
 
@@ -24,12 +25,6 @@ using jinja::did_you_mean;
 
 // Mapping nodes read (aliases can repeat a subtree many times over).
 constexpr std::size_t kMaxMappingNodes = 100'000;
-
-inline std::string join(const std::vector<std::string>& words, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
 
 inline void warn(Spec& spec, SourceLocation where, std::string message) {
   SpecWarning w;

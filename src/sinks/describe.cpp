@@ -6,6 +6,7 @@
 
 #include "looptrace/compile/schedule.hpp"
 #include "compile/compile.hpp"
+#include "support/text.hpp"
 
 namespace looptrace {
 
@@ -46,12 +47,6 @@ class TreeDescriber {
  private:
   const LoopTreeTable& table_;
 };
-
-std::string join(const std::vector<std::string>& words, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
 
 nlohmann::ordered_json node_json(const DescribedNode& n) {
   nlohmann::ordered_json j;

@@ -14,6 +14,7 @@
 #include "looptrace/closed_form/summary.hpp"
 #include "closed_form/movement_boxes.hpp"
 #include "looptrace/compile/window_walk.hpp"
+#include "support/text.hpp"
 
 namespace looptrace {
 
@@ -74,12 +75,6 @@ std::string einsum_color(std::size_t einsum) {
 }
 // A raster cell that more than one colour touched (Einsums, or reads and writes).
 constexpr std::uint16_t kMixedColor = 0xFFFE;
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 
 // A rank's coordinate from the flattened element, or the element itself.
 struct YMap {
