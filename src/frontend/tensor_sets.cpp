@@ -437,7 +437,7 @@ EinsumSymbols::EinsumSymbols(const Workload& w, const Einsum& e, NumberLookup nu
       }
     } catch (const SetExpressionError& x) {
       s.value.reset();
-      s.failure = "rename '" + r->name + "' ('" + r->source + "') of Einsum '" + e.name + "': " + x.what();
+      s.failure = "rename '" + r->name + "' ('" + r->source + "'): " + x.what();
       s.accelforge_error = x.accelforge_error;
     }
     symbols_[r->name] = std::move(s);
