@@ -165,20 +165,17 @@ py::list windows_list(const std::vector<TimeRange>& windows) {
   return out;
 }
 
-// A buffer for numpy, uninitialized (its first write touches it). Up to glibc's largest
-// mmap threshold (32 MiB) from malloc, as numpy's own arrays: once a buffer that size
-// has been freed, malloc reuses the heap's pages, which a fresh mapping would fault in
-// and zero again (the kernel's page clearing was half of trace_accesses' time). Larger
-// ones are always fresh mappings: on transparent huge pages, a fault per 2 MiB, not 4 KiB.
+// A buffer for numpy, uninitialized (its first write touches it) and, when large, on
+// transparent huge pages: filling a fresh buffer costs a page fault per 4 KiB otherwise.
 template <class T>
 struct Buffer {
   T* data = nullptr;
   std::size_t size = 0;
 
   explicit Buffer(std::size_t n) : size(n) {
-    constexpr std::size_t kHuge = std::size_t(2) << 20, kMallocMax = std::size_t(32) << 20;
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
     const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
-    if (bytes > kMallocMax) {
+    if (bytes >= 2 * kHuge) {
       data = static_cast<T*>(std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge));
       if (data) madvise(data, bytes, MADV_HUGEPAGE);
     } else {
