@@ -181,8 +181,11 @@ class Parser {
     return v;
   }
   Value not_expr() {
-    if (word("not")) return nest(), --depth_, number(!truthy(not_expr()), true);
-    return comparison();
+    if (!word("not")) return comparison();
+    nest();
+    const Value v = number(!truthy(not_expr()), true);
+    --depth_;
+    return v;
   }
   Value comparison() {
     Value a = bit_or();
