@@ -311,6 +311,11 @@ struct Compiler {
       out.memory_levels.push_back(node.component);
     out.storages.push_back(
         {node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where, ids_of(ctx.loops)});
+    for (const MappingNode* loop : ctx.loops)
+      if (loop->kind == NodeKind::Spatial) {
+        std::int64_t& n = out.storages.back().instances;
+        if (__builtin_mul_overflow(n, counts[loop], &n)) n = std::numeric_limits<std::int64_t>::max();
+      }
     return int(out.storages.size() - 1);
   }
 
