@@ -314,7 +314,7 @@ struct Compiler {
     for (const MappingNode* loop : ctx.loops)
       if (loop->kind == NodeKind::Spatial) {
         std::int64_t& n = out.storages.back().instances;
-        if (__builtin_mul_overflow(n, counts[loop], &n)) n = std::numeric_limits<std::int64_t>::max();
+        if (__builtin_mul_overflow(n, figures(loop).iterations, &n)) n = std::numeric_limits<std::int64_t>::max();
       }
     return int(out.storages.size() - 1);
   }
