@@ -283,15 +283,17 @@ class ForwardingStage : public Stage<Derived, Value> {
   explicit ForwardingStage(Up up) : up_(std::move(up)) {}
 
   std::int64_t next_timestep() const { return up_.next_timestep(); }
-  void seek(std::int64_t t)
-    requires SeekableSource<Up> && PassesSeeks<Derived>
-  {
+  // Templates, so that the constraints are checked where the call is made, with
+  // Derived complete (clang 14 checks a plain member's constraint at once, and keeps it).
+  template <class D = Derived>
+    requires SeekableSource<Up> && PassesSeeks<D>
+  void seek(std::int64_t t) {
     up_.seek(t);
   }
   const StreamContext& context() const { return up_.context(); }
-  bool restrict_traces(const std::vector<bool>& mask)
-    requires RestrictableSource<Up> && PassesTraceMasks<Derived>
-  {
+  template <class D = Derived>
+    requires RestrictableSource<Up> && PassesTraceMasks<D>
+  bool restrict_traces(const std::vector<bool>& mask) {
     return up_.restrict_traces(mask);
   }
   decltype(auto) windows() const
