@@ -108,6 +108,12 @@ def test_layout_moves_the_conflict():
     c = cache("--size", "128", "--ways", "1", "--align", "64", "--layout", per_level)["caches"][0]
     t = {x["tensor"]: x["misses"] for x in c["tensors"]}
     check(t == {"I": 24, "W": 1, "O": 24}, "a MainMemory-only layout leaves the trace's cache as before: %s" % t)
+    # A file that says what the default says: every figure as without it, byte for byte.
+    same = harness.write("row_major.yaml", "layout:\n  tensors:\n    I: {order: [P]}\n    W: {}\n")
+    for args in (["--size", "128", "--ways", "1", "--align", "64", "--curve"],
+                 ["--size", "192", "--ways", "full", "--source", "transfers:MainMemory", "--curve"]):
+        a, b = run("cache", *CONV1D, *args), run("cache", *CONV1D, *args, "--layout", same)
+        check(a.returncode == 0 and a.stdout == b.stdout, "a row-major layout file changes nothing: %s" % args)
 
 
 def test_layout_transfers_source():
