@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "bench_common.hpp"
-#include "looptrace/stages/parallel_trace.hpp"
+#include "looptrace/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"

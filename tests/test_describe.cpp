@@ -183,3 +183,121 @@ TEST_CASE("describe: n_timesteps agrees with compile_schedule over the corpus ma
     CHECK(d.mapping->duration == d.n_timesteps);
   }
 }
+
+namespace {
+
+// ../shared/findings/stages/describe_ranks.yaml, with B reading T through `proj`.
+std::string ranks_spec(const std::string& proj) {
+  return R"(workload:
+  iteration_space_shape: {m: 0 <= m < 2, n: 0 <= n < 2, k: 0 <= k < 2}
+  einsums:
+  - name: A
+    tensor_accesses:
+    - {name: X, projection: [m, n]}
+    - {name: T, projection: [m, n], output: True}
+  - name: B
+    tensor_accesses:
+    - {name: T, projection: )" + proj + R"(}
+    - {name: Y, projection: [m, k], output: True}
+mapping:
+  nodes:
+  - !Storage {tensors: [X, T, Y], component: MainMemory}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: n, tile_shape: 1}
+      - !Compute {einsum: A}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: k, tile_shape: 1}
+      - !Compute {einsum: B}
+)";
+}
+
+}  // namespace
+
+TEST_CASE("describe, summary and trace: one check that a tensor's accesses name the same ranks (the front end)") {
+  // AccelForge's Workload._validate refuses T as [M, N] in A and [M, K] in B. The front
+  // end does, so no subcommand gets a Spec: describe used to refuse it alone.
+  const auto e = th::spec_error([] { (void)th::spec_text(ranks_spec("[m, k]")); });
+  CHECK(e.where().line == 10);
+  CHECK(e.message() == "tensor 'T' has ranks [M, K] in Einsum 'B' but [M, N] in Einsum 'A'; every access of a tensor names the same ranks");
+  // The order counts too (AccelForge compares the tuples).
+  const auto swapped = th::spec_error([] { (void)th::spec_text(ranks_spec("{N: n, M: m}")); });
+  CHECK(th::contains(swapped.message(), "has ranks [N, M] in Einsum 'B' but [M, N] in Einsum 'A'"));
+  // T as [M, N] in both: describe and the compiler agree (A: 2 x 2, then B: 2 x 2).
+  const looptrace::Spec spec = th::spec_text(ranks_spec("[m, n]"));
+  const SpecDescription d = describe_spec(spec);
+  const looptrace::Schedule s = looptrace::compile_schedule(spec);
+  CHECK(d.n_timesteps == 8);
+  CHECK(s.n_timesteps == 8);
+  CHECK(tensor(d, "T").ranks == std::vector<std::string>{"M", "N"});
+  CHECK(tensor(d, "T").shape == std::vector<std::int64_t>{2, 2});
+  CHECK(s.tensors.at(std::size_t(s.find_tensor("T"))).shape == std::vector<std::int64_t>{2, 2});
+}
+
+TEST_CASE("describe: the branches after a Nested node's continuation are compiled like the rest, for every subcommand") {
+  // No path reaches the second Nested (the first Compute continues the root). describe
+  // shows it; it used to fail there (its figures were never measured).
+  const std::string head = R"(workload:
+  iteration_space_shape: {m: 0 <= m < 4}
+  einsums:
+  - "B[m] = A[m]"
+mapping:
+  nodes:
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: B}
+  - !Nested
+    nodes:
+)";
+  const looptrace::Spec spec = th::spec_text(head + R"(    - !Temporal {rank_variable: m, tile_shape: 2, initial_tile_shape: 3}
+    - !Storage {tensors: [A], component: Buf}
+    - !Temporal {rank_variable: m, tile_shape: 1}
+    - !Compute {einsum: B}
+)");
+  const SpecDescription d = describe_spec(spec);
+  CHECK(d.n_timesteps == 4);
+  CHECK(looptrace::compile_schedule(spec).n_timesteps == 4);
+  REQUIRE(d.mapping->children.size() == 3);
+  // m < 4 cut as [0, 3), [3, 4): 2 tiles; the inner loop gets the larger tile, 3: 3 x 1.
+  const DescribedNode& unreached = d.mapping->children[2];
+  CHECK(unreached.duration == 6);
+  REQUIRE(unreached.children.size() == 4);
+  CHECK(unreached.children[0].iterations == 2);
+  CHECK(unreached.children[0].initial_tile_shape == 3);
+  CHECK(unreached.children[0].iteration_duration == 3);
+  CHECK(unreached.children[0].duration == 6);
+  CHECK(unreached.children[1].duration == 3);  // a Buf window per outer iteration
+  CHECK(unreached.children[2].iterations == 3);
+  CHECK(unreached.children[3].duration == 1);
+  // A loop there over a variable B lacks: describe and the compiler (summary, trace)
+  // refuse it alike; the compiler used to pass over it.
+  const looptrace::Spec bad = th::spec_text(head + "    - !Temporal {rank_variable: q, tile_shape: 1}\n"
+                                                   "    - !Compute {einsum: B}\n");
+  const auto by_describe = th::spec_error([&] { (void)describe_spec(bad); });
+  const auto by_compiler = th::spec_error([&] { (void)looptrace::compile_schedule(bad); });
+  CHECK(by_compiler.where().line == 11);
+  CHECK(th::contains(by_compiler.message(), "loop over rank variable 'q', but Einsum 'B'"));
+  CHECK(by_describe.message() == by_compiler.message());
+}
+
+TEST_CASE("describe: the compiler checks every Einsum's box, mapped or not, as describe does") {
+  // C is unmapped and q unbounded: describe always refused it; now the compiler does too.
+  const looptrace::Spec spec = th::spec_text(R"(workload:
+  iteration_space_shape: {m: 0 <= m < 4}
+  einsums:
+  - "B[m] = A[m]"
+  - "C[q] = D[q]"
+mapping:
+  nodes:
+  - !Compute {einsum: B}
+)");
+  const auto by_describe = th::spec_error([&] { (void)describe_spec(spec); });
+  const auto by_compiler = th::spec_error([&] { (void)looptrace::compile_schedule(spec); });
+  CHECK(th::contains(by_compiler.message(), "rank variable 'q' of Einsum 'C' is unbounded"));
+  CHECK(by_describe.message() == by_compiler.message());
+  CHECK(by_compiler.where().line == 5);
+}

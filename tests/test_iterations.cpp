@@ -90,10 +90,10 @@ TEST_CASE("iterations: imperfect tiles start where the partial tiles start") {
   IterationStream stream(s);
   auto it = stream.begin();
   const Iteration* second = &*++it;
-  CHECK(second->tile[1].lo == 3);
-  CHECK(second->tile[1].hi == 5);
-  CHECK(second->tile[2].lo == 0);  // n1 is left whole
-  CHECK(second->tile[2].hi == 7);
+  CHECK(second->tile[1].from == 3);
+  CHECK(second->tile[1].to == 5);
+  CHECK(second->tile[2].from == 0);  // n1 is left whole
+  CHECK(second->tile[2].to == 7);
 }
 
 TEST_CASE("iterations: spatial sub-tiles of an imperfect split, and LeafIterations::spatial_tiles") {
@@ -108,12 +108,12 @@ TEST_CASE("iterations: spatial sub-tiles of an imperfect split, and LeafIteratio
   looptrace::LeafIterations leaf(s, 0);
   auto tiles = leaf.spatial_tiles(1);
   REQUIRE(tiles.size() == 3);
-  CHECK(tiles[2].lo == 6);
-  CHECK(tiles[2].hi == 7);
+  CHECK(tiles[2].from == 6);
+  CHECK(tiles[2].to == 7);
   // The merged tile covers exactly the union of the sub-tiles.
   REQUIRE(leaf.tile()[1].size() == 1);
-  CHECK(leaf.tile()[1][0].lo == 0);
-  CHECK(leaf.tile()[1][0].hi == 7);
+  CHECK(leaf.tile()[1][0].from == 0);
+  CHECK(leaf.tile()[1][0].to == 7);
 }
 
 TEST_CASE("iterations: windows, prefixes and the Einsum filter select like the trace") {

@@ -419,7 +419,9 @@ arch:
   CHECK(json["levels"][0]["capacity"]["size_bits"] == "inf");
   CHECK(json["levels"][1]["tensors"][0]["fill_bytes"] == 48);  // 24 fills of 2 bytes
   REQUIRE(s.memory("Register"));
-  CHECK(!s.memory("Register")->size_bits);  // needs AccelForge's context: not guessed
+  CHECK(!s.memory("Register")->size_bits);  // no renames give `weight`: not guessed
+  CHECK(s.memory("Register")->per_einsum.empty());
+  CHECK(th::contains(s.memory("Register")->unevaluated, "name 'weight' is not defined"));
 
   // A plain number means every tensor; a bad value names itself.
   const Schedule plain = th::compile_text2(
@@ -429,6 +431,127 @@ arch:
                        th::compile_text2(std::string(workload).replace(workload.find("W: 16"), 5, "W: -2"), mapping);
                      }).message(),
                      "bits_per_value of 'W' must be a positive integer"));
+}
+
+namespace {
+// Two Einsums, as AccelForge's transformer files write them: E1 = A x W (its input
+// renamed to A), E2 copies B. The default renames make `weight` {W} in E1, {} in E2.
+const char* kRenamedWorkload = R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 2, k: 0 <= k < 2}
+  bits_per_value: {A | B | C: 8, W: 16}
+  einsums:
+  - name: E1
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: W, projection: [k]}
+    - {name: B, projection: [m], output: True}
+    renames: {input: A}
+  - name: E2
+    tensor_accesses:
+    - {name: B, projection: [m]}
+    - {name: C, projection: [m], output: True}
+renames:
+  einsums:
+  - name: default
+    tensor_accesses:
+    - {name: input, source: Inputs & Intermediates if len(All) == 3 else Inputs, expected_count: 1}
+    - {name: output, source: Outputs, expected_count: 1}
+    - {name: weight, source: ~(input | output), expected_count: 1 if len(All) == 3 else 0}
+arch:
+  nodes:
+  - !Memory {name: MainMemory, size: inf}
+  - !Memory {name: Register, size: weight.bits_per_value if weight else 0}
+  - !Memory {name: Twice, size: 2 * input.bits_per_value + len(Nothing | Outputs)}
+)";
+
+// E1 keeps `e1` in the Register (one element of each at a time), E2 keeps `e2`.
+std::string renamed_mapping(const std::string& e1, const std::string& e2) {
+  return R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [A, W, B, C]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: k, tile_shape: 1}
+      - !Storage {component: Register, tensors: [)" + e1 + R"(]}
+      - !Compute {einsum: E1, component: MAC}
+    - !Nested
+      nodes:
+      - !Storage {component: Register, tensors: [)" + e2 + R"(]}
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Compute {einsum: E2, component: MAC}
+)";
+}
+}  // namespace
+
+TEST_CASE("movement: a size per Einsum from its renames, as AccelForge evaluates the arch") {
+  const Spec spec = th::spec_text(std::string(kRenamedWorkload) + renamed_mapping("A, W, B", "B"));
+  const ArchMemory& reg = spec.memories.at("Register");
+  CHECK(!reg.size_bits);
+  REQUIRE(reg.per_einsum.size() == 2);
+  CHECK(reg.per_einsum[0].einsum == "E1");
+  CHECK(reg.per_einsum[0].size_bits == 16.0);  // weight = {W}: W's own 16 bits, not All's 8
+  CHECK(reg.per_einsum[0].bits_of == std::vector<std::string>{"W"});
+  CHECK(reg.per_einsum[1].size_bits == 0.0);  // weight = {}: `else 0`
+  CHECK(reg.per_einsum[1].bits_of.empty());
+  // input: E1's own rename A (8 bits); E2's default, Inputs = {B}. Outputs has one tensor.
+  const ArchMemory& twice = spec.memories.at("Twice");
+  REQUIRE(twice.per_einsum.size() == 2);
+  CHECK(twice.per_einsum[0].size_bits == 2 * 8 + 1);  // A's 8 bits
+  CHECK(twice.per_einsum[0].bits_of == std::vector<std::string>{"A"});
+  CHECK(twice.per_einsum[1].bits_of == std::vector<std::string>{"B"});
+
+  // The Register holds one A, W and B in E1 (1 + 2 + 1 bytes) against W's 16 bits, and
+  // B's two elements in E2 (above its m loop) against 0 bits: each checked against its
+  // own Einsum's size.
+  const Schedule s = compile_schedule(spec);
+  const MovementReport r = summarize_movement(s);
+  const LevelMovement& l = level(r, "Register");
+  REQUIRE(l.einsum_capacities.size() == 2);
+  CHECK(l.einsum_capacities[0].einsum == "E1");
+  REQUIRE(l.einsum_capacities[0].peak_footprint_bytes);
+  CHECK(l.einsum_capacities[0].peak_footprint_bytes->value == 4);
+  REQUIRE(l.einsum_capacities[1].peak_footprint_bytes);
+  CHECK(l.einsum_capacities[1].peak_footprint_bytes->value == 2);
+  CHECK(l.peak_footprint_bytes->value == 4);  // the whole run's peak: E1's
+  const auto json = movement_json(r);
+  const auto& cap = json["levels"][1]["capacity"];
+  CHECK(cap["fits"] == false);
+  CHECK(cap["per_einsum"][0]["over_by_bits"] == 16.0);
+  CHECK(cap["per_einsum"][1]["over_by_bits"] == 16.0);
+  CHECK(cap["per_einsum"][0]["bits_of"] == std::vector<std::string>{"W"});
+  CHECK(th::contains(movement_text(r), "  E1: 16 bits (2 bytes), from W's bits_per_value; peak 4 bytes at t="));
+  CHECK(th::contains(movement_text(r), "  E2: 0 bits (0 bytes); peak 2 bytes at t="));
+
+  // Holding only its weight, E1's Register fits (one W of 16 bits at a time), and E2's
+  // holds nothing, so it is not listed.
+  const Schedule fits = compile_schedule(th::spec_text(std::string(kRenamedWorkload) + renamed_mapping("W", "")));
+  const auto fit_json = movement_json(summarize_movement(fits));
+  const auto& reg_json = fit_json["levels"][1];
+  REQUIRE(reg_json["level"] == "Register");
+  CHECK(reg_json["capacity"]["per_einsum"].size() == 1);
+  CHECK(reg_json["capacity"]["per_einsum"][0]["peak_bits"] == 16.0);
+  CHECK(reg_json["capacity"]["fits"] == true);
+}
+
+TEST_CASE("movement: a size AccelForge cannot evaluate stays unevaluated, with the reason") {
+  // E1 without its own rename: input = Inputs & Intermediates = {}, not 1 tensor.
+  std::string w = kRenamedWorkload;
+  w.replace(w.find("    renames: {input: A}\n"), std::string("    renames: {input: A}\n").size(), "");
+  const Spec spec = th::spec_text(w + renamed_mapping("W", ""));
+  const ArchMemory& reg = spec.memories.at("Register");
+  CHECK(reg.per_einsum.empty());
+  // `weight` is `~(input | output)`: its failure is input's.
+  CHECK(th::contains(reg.unevaluated, "in Einsum 'E1': rename 'weight' ('~(input | output)'): rename 'input' "
+                                      "('Inputs & Intermediates if len(All) == 3 else Inputs'): "));
+  CHECK(th::contains(reg.unevaluated, "Expected count is 1, but got 0"));
+  CHECK(th::contains(reg.unevaluated, "AccelForge fails on it too"));
+  const std::string text = movement_text(summarize_movement(compile_schedule(spec)));
+  CHECK(th::contains(text, "size 'weight.bits_per_value if weight else 0' not evaluated (in Einsum 'E1'"));
 }
 
 TEST_CASE("movement: partial sums read back, by hand") {

@@ -163,8 +163,8 @@ TEST_CASE("plot: memory-level tiles span first to last touch within each window"
   // y: the row m of T0, elements [4m, 4m + 4), one contiguous run per block.
   const auto& block = panel(d, "T0").blocks[3];
   REQUIRE(block.runs.size() == 1);
-  CHECK(block.runs[0].lo == 12);
-  CHECK(block.runs[0].hi == 16);
+  CHECK(block.runs[0].from == 12);
+  CHECK(block.runs[0].to == 16);
   // The SVG draws one tile group per block.
   const std::string svg = render_svg(d, level("GlobalBuffer"));
   CHECK(matches(svg, "(class=\"tile\")").size() == 8 + 1 + 8 + 1 + 8);

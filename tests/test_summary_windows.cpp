@@ -7,7 +7,7 @@
 #include <random>
 
 #include "helpers.hpp"
-#include "looptrace/stages/parallel_trace.hpp"
+#include "looptrace/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/sinks/summary_json.hpp"
 #include "looptrace/compile/time_odometer.hpp"

@@ -1,10 +1,13 @@
 // The core of the stream, with no dependency on the spec front end or the schedule:
-// the 24-byte record the stages pass around, a batch of them, and a range of time.
+// the 24-byte record the stages pass around, a batch of them, and a range of time
+// (TimeRange, from interval.hpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "looptrace/interval.hpp"  // TimeRange
 
 namespace looptrace {
 
@@ -40,10 +43,5 @@ struct AccessBatch {
 // std::max, without including <algorithm> in every user's build).
 constexpr std::int64_t earlier(std::int64_t a, std::int64_t b) { return b < a ? b : a; }
 constexpr std::int64_t later(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
-
-struct TimeRange {
-  std::int64_t from = 0, to = 0;  // [from, to)
-  bool empty() const { return from >= to; }
-};
 
 }  // namespace looptrace

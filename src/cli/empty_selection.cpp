@@ -5,16 +5,11 @@
 
 #include "looptrace/support/error.hpp"
 #include "looptrace/stages/time_selection.hpp"
+#include "support/text.hpp"
 
 namespace looptrace::cli {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : separator) + s;
-  return out;
-}
 
 bool listed(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();

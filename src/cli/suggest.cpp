@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include "support/text.hpp"
+
 namespace looptrace::cli {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : separator) + s;
-  return out;
-}
 
 // "--max-timesteps" and "-D" for every option of `app` (help included).
 std::vector<std::string> option_names(const CLI::App& app) {

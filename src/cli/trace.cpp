@@ -3,7 +3,7 @@
 
 #include "common.hpp"
 #include "empty_selection.hpp"
-#include "looptrace/stages/parallel_trace.hpp"
+#include "looptrace/parallel_trace.hpp"
 #include "looptrace/sinks/sink.hpp"
 #include "looptrace/stream.hpp"
 #include "progress.hpp"
@@ -27,7 +27,7 @@ void add_trace_command(CLI::App& app) {
   cmd->callback([args, format, threads] {
     Schedule schedule = args->load();
     const TraceOptions options = args->resolved();
-    if (*threads > 1) {  // looptrace/stages/parallel_trace.hpp
+    if (*threads > 1) {  // looptrace/parallel_trace.hpp
       const TimeRange window = TimeSelection::from_options(options, schedule.n_timesteps).window;
       ProgressBar progress(window.to - window.from, "timesteps", /*streams_to_stdout=*/true);
       ParallelTraceOptions parallel;

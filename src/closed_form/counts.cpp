@@ -16,48 +16,30 @@ namespace {
 using Wide = __int128;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
-// Tile sets are kept as LeafIterations keeps them (see subtile/tiles_of there): a loop
-// cuts the tile it is given into [0, initial), [initial, initial + stride), ... relative
-// to the given tile's start, each cut at the given tile's end; a spatial loop keeps
-// every non-empty sub-tile, each cut further by the loops inside it.
-struct Span {
-  std::int64_t lo = 0, hi = 0;  // [lo, hi)
-  auto operator<=>(const Span&) const = default;
-};
-using Spans = std::vector<Span>;  // sorted, disjoint (touching allowed before merging)
-
-std::int64_t cardinality(const Spans& s) {
-  std::int64_t n = 0;
-  for (const auto& x : s) n += x.hi - x.lo;
-  return n;
-}
+// Tile sets are kept as LeafIterations keeps them (the cut of tiling.hpp; a spatial
+// loop keeps every non-empty sub-tile, each cut further by the loops inside it).
+using Spans = std::vector<Interval>;  // sorted, disjoint (touching allowed before merging)
+using DigitBox = std::vector<Interval>;  // per time level: the digits [from, to) a box of iterations takes
 
 // Translated so the first span starts at 0: the size of any image is unchanged.
 void normalize(Spans& s) {
   if (s.empty()) return;
-  const std::int64_t d = s.front().lo;
-  for (auto& x : s) x.lo -= d, x.hi -= d;
+  const std::int64_t d = s.front().from;
+  for (auto& x : s) x = x.shifted(-d);
 }
 
 Spans merged(const Spans& s) {
   Spans out;
-  for (const auto& x : s) {
-    if (!out.empty() && out.back().hi >= x.lo) out.back().hi = std::max(out.back().hi, x.hi);
-    else out.push_back(x);
-  }
+  for (const auto& x : s) append_merged(out, x);
   return out;
 }
-
-// The first j whose sub-tile of a tile of width w is empty.
-Wide first_empty(std::int64_t w, const LoopLevel& l) { return tiling::tile_count<Wide>(w, l); }
-Wide first_not_full(std::int64_t w, const LoopLevel& l) { return tiling::first_not_full<Wide>(w, l); }
 
 // The non-empty sub-tiles j of each span.
 Spans cut(const Spans& given, const LoopLevel& l, std::int64_t j) {
   Spans out;
   for (const auto& x : given) {
-    const auto sub = tiling::sub_tile<Wide>(x, l, j);
-    if (sub.lo < sub.hi) out.push_back(sub);
+    const Interval sub = tiling::sub_tile<Wide>(x, l, j);
+    if (!sub.empty()) out.push_back(sub);
   }
   return out;
 }
@@ -225,7 +207,7 @@ struct LeafCounter::Impl {
     const Spans given = states[std::size_t(state)];
     Spans out;
     for (const auto& x : given) {
-      const Wide n = std::min(Wide(l.count), first_empty(x.hi - x.lo, l));
+      const Wide n = tiling::tiles_within<Wide>(x.size(), l);
       if (Wide(out.size()) + n > max_tile_points) too_many(Wide(out.size()) + n, "covers at least");
       for (std::int64_t j = 0; j < std::int64_t(n); ++j) {
         Spans sub = cut({x}, l, j);
@@ -237,24 +219,24 @@ struct LeafCounter::Impl {
     return id;
   }
 
-  // The states that digits [d0, d1] of a temporal loop cut `state` into, with how many
+  // The states that digits [d.from, d.to) of a temporal loop cut `state` into, with how many
   // digits give each: between consecutive breakpoints every span's sub-tile is of one
   // class (the first, full, partial, empty), so one digit stands for the segment.
-  void temporal(int state, const LoopLevel& l, std::int64_t d0, std::int64_t d1, Histogram& out) {
+  void temporal(int state, const LoopLevel& l, const Interval& d, Histogram& out) {
     out.clear();
     if (state == 0) {
-      out.push_back({0, Wide(d1) - d0 + 1});
+      out.push_back({0, Wide(d.to) - d.from});
       return;
     }
     const Spans given = states[std::size_t(state)];
-    std::vector<std::int64_t> cuts{d0, d1 + 1};
+    std::vector<std::int64_t> cuts{d.from, d.to};
     auto breakpoint = [&](Wide j) {
-      if (j > d0 && j <= d1) cuts.push_back(std::int64_t(j));
+      if (j > d.from && j < d.to) cuts.push_back(std::int64_t(j));
     };
     breakpoint(1);
     for (const auto& x : given) {
-      breakpoint(first_not_full(x.hi - x.lo, l));
-      breakpoint(first_empty(x.hi - x.lo, l));
+      breakpoint(tiling::first_not_full<Wide>(x.size(), l));
+      breakpoint(tiling::tile_count<Wide>(x.size(), l));
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
@@ -262,8 +244,8 @@ struct LeafCounter::Impl {
       add_to(out, intern(cut(given, l, cuts[k])), Wide(cuts[k + 1]) - cuts[k]);
   }
 
-  // The shapes variable v's tile takes over a box of digits ([lo, hi] per time level).
-  void histogram(std::size_t v, const std::vector<std::pair<std::int64_t, std::int64_t>>& box,
+  // The shapes variable v's tile takes over a box of digits.
+  void histogram(std::size_t v, const DigitBox& box,
                  Histogram& out) {
     Histogram cur{{initial_state[v], 1}}, next, step;
     for (int li : chains[v]) {
@@ -274,8 +256,7 @@ struct LeafCounter::Impl {
           add_to(next, spatial(st, li), m);
           continue;
         }
-        const auto [d0, d1] = box[std::size_t(l.time_level)];
-        temporal(st, l, d0, d1, step);
+        temporal(st, l, box[std::size_t(l.time_level)], step);
         for (const auto& [st2, k] : step) add_to(next, st2, m * k);
       }
       cur.swap(next);
@@ -315,13 +296,13 @@ struct LeafCounter::Impl {
     for (std::size_t i = 0; i < comp.vars.size(); ++i) {
       Spans s = shapes[std::size_t(shape_ids[i])];
       if (row[std::size_t(comp.vars[i])] < 0) {
-        for (auto& x : s) x = {-(x.hi - 1), -x.lo + 1};
+        for (auto& x : s) x = {-(x.to - 1), -x.from + 1};
         std::reverse(s.begin(), s.end());
       }
       if (Wide(acc.size()) * Wide(s.size()) > max_tile_points) too_many(Wide(acc.size()) * Wide(s.size()), "sums over");
       Spans next;
       for (const auto& a : acc)
-        for (const auto& b : s) next.push_back({a.lo + b.lo, a.hi + b.hi - 1});
+        for (const auto& b : s) next.push_back({a.from + b.from, a.to + b.to - 1});
       std::sort(next.begin(), next.end());
       acc = merged(next);
     }
@@ -340,7 +321,7 @@ struct LeafCounter::Impl {
       next.clear();
       for (std::int64_t a : acc)
         for (const auto& x : s)
-          for (std::int64_t p = x.lo; p < x.hi; ++p) next.push_back(a + coef * p);
+          for (std::int64_t p = x.from; p < x.to; ++p) next.push_back(a + coef * p);
       std::sort(next.begin(), next.end());
       next.erase(std::unique(next.begin(), next.end()), next.end());
       acc.swap(next);
@@ -367,7 +348,7 @@ struct LeafCounter::Impl {
         return;
       }
       for (const auto& s : shapes[std::size_t(shape_ids[i])])
-        for (x[i] = s.lo; x[i] < s.hi; ++x[i]) self(self, i + 1);
+        for (x[i] = s.from; x[i] < s.to; ++x[i]) self(self, i + 1);
     };
     visit(visit, 0);
     std::vector<std::size_t> order(tuples.size() / R);
@@ -404,9 +385,9 @@ struct LeafCounter::Impl {
     return total;
   }
 
-  void add_box(const std::vector<std::pair<std::int64_t, std::int64_t>>& box, Acc& acc) {
+  void add_box(const DigitBox& box, Acc& acc) {
     Wide free = 1;
-    for (int tl : free_levels) free = mul(free, Wide(box[std::size_t(tl)].second) - box[std::size_t(tl)].first + 1);
+    for (int tl : free_levels) free = mul(free, box[std::size_t(tl)].size());
     std::vector<Histogram> hist(n_vars);
     std::vector<Wide> nonempty(n_vars, 0), points(n_vars, 0);
     for (std::size_t v = 0; v < n_vars; ++v) {
@@ -475,8 +456,8 @@ struct LeafCounter::Impl {
 
   // Splits the digit tuples of the timesteps in `range` into O(depth) boxes: some outer
   // digits fixed, one in a sub-range, the inner ones free.
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> boxes(const TimeRange& range) const {
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> out;
+  std::vector<DigitBox> boxes(const TimeRange& range) const {
+    std::vector<DigitBox> out;
     std::vector<std::int64_t> a, b;
     if (range.empty() || !first_at_or_after(range.from, a) || time_of(a) >= range.to ||
         !last_before(range.to, b))
@@ -486,26 +467,25 @@ struct LeafCounter::Impl {
     if (T == 0) return {{}};
     std::size_t d = 0;
     while (d < T && a[d] == b[d]) ++d;
-    auto box = [&](const std::vector<std::int64_t>& prefix, std::size_t k, std::int64_t lo,
-                   std::int64_t hi) {
-      if (lo > hi) return;
-      std::vector<std::pair<std::int64_t, std::int64_t>> x(T);
+    // Levels before k as in `prefix`, level k in `at`, the rest free; none if `at` is empty.
+    auto box = [&](const std::vector<std::int64_t>& prefix, std::size_t k, const Interval& at) {
+      if (at.empty()) return;
+      DigitBox x(T);
       for (std::size_t l = 0; l < T; ++l)
-        x[l] = l < k ? std::pair{prefix[l], prefix[l]} : l == k ? std::pair{lo, hi}
-                                                                : std::pair{std::int64_t(0), lv[l].count - 1};
+        x[l] = l < k ? Interval::point(prefix[l]) : l == k ? at : Interval{0, lv[l].count};
       out.push_back(std::move(x));
     };
     if (d == T) {
-      box(a, T - 1, a[T - 1], a[T - 1]);
+      box(a, T - 1, Interval::point(a[T - 1]));
       return out;
     }
     if (d == T - 1) {
-      box(a, d, a[d], b[d]);
+      box(a, d, {a[d], b[d] + 1});
       return out;
     }
-    for (std::size_t k = T - 1; k > d; --k) box(a, k, a[k] + (k == T - 1 ? 0 : 1), lv[k].count - 1);
-    box(a, d, a[d] + 1, b[d] - 1);
-    for (std::size_t k = d + 1; k < T; ++k) box(b, k, 0, b[k] - (k == T - 1 ? 0 : 1));
+    for (std::size_t k = T - 1; k > d; --k) box(a, k, {a[k] + (k == T - 1 ? 0 : 1), lv[k].count});
+    box(a, d, {a[d] + 1, b[d]});
+    for (std::size_t k = d + 1; k < T; ++k) box(b, k, {0, b[k] + (k == T - 1 ? 1 : 0)});
     return out;
   }
 
@@ -529,8 +509,7 @@ struct LeafCounter::Impl {
         continue;
       }
       Wide bound = 0;
-      for (const auto& x : states[std::size_t(st)]) bound = std::max(bound, first_empty(x.hi - x.lo, l));
-      bound = std::min(bound, Wide(l.count));
+      for (const auto& x : states[std::size_t(st)]) bound = std::max(bound, tiling::tiles_within<Wide>(x.size(), l));
       if (maximize) digits[std::size_t(tl)] = std::int64_t(bound) - 1;
       if (digits[std::size_t(tl)] >= bound) return tl;
       st = intern(cut(states[std::size_t(st)], l, digits[std::size_t(tl)]));

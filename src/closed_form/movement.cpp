@@ -79,13 +79,6 @@ bool has_bytes(const LevelMovement& level) {
                      [](const TensorMovement& t) { return t.bytes_per_value.has_value(); });
 }
 
-void add_capacities(const Schedule& s, MovementReport& report) {
-  for (LevelMovement& level : report.levels)
-    if (const ArchMemory* m = s.memory(level.level)) {
-      if (m->size_bits) level.capacity_bits = m->size_bits;
-      else level.capacity_unevaluated = m->size_text;
-    }
-}
 
 std::vector<std::uint32_t> nodes_of(const Schedule& s, const std::vector<std::string>& levels) {
   std::vector<std::uint32_t> nodes;
@@ -146,7 +139,6 @@ MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options
     report.levels[l].peak_footprint = peaks[l].peak();
     if (has_bytes(report.levels[l])) report.levels[l].peak_footprint_bytes = peak_bytes[l].peak();
   }
-  add_capacities(s, report);
   return report;
 }
 
@@ -193,7 +185,7 @@ bool hold_at_once(const StorageWindows& a, const StorageWindows& b) {
     return TimeRange{from, from + length};
   };
   const TimeRange x = stretch(a), y = stretch(b);
-  return a.duration > 0 && b.duration > 0 && x.from < y.to && y.from < x.to;
+  return a.duration > 0 && b.duration > 0 && overlaps(x, y);
 }
 
 void add_checked(std::int64_t& into, std::int64_t n) {
@@ -209,8 +201,8 @@ FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool by
   std::vector<std::pair<std::int64_t, std::int64_t>> changes;  // (time, delta): ends sort first
   for (const auto& h : held) {
     const std::int64_t v = bytes ? h.bytes : h.elements;
-    changes.push_back({h.from, v});
-    changes.push_back({h.to, -v});
+    changes.push_back({h.when.from, v});
+    changes.push_back({h.when.to, -v});
   }
   std::sort(changes.begin(), changes.end());
   FootprintPeak peak{0, -1};
@@ -276,9 +268,11 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
   if (has_bytes(level)) level.peak_footprint_bytes = peak_bytes;
 }
 
-MovementReport closed_form_movement(const Schedule& s, const TraceOptions& options, bool partial_sums) {
+// The levels named (every level if none), each in closed form or else enumerated.
+MovementReport closed_form_movement(const Schedule& s, const TraceOptions& options, bool partial_sums,
+                                    const std::vector<std::string>& levels = {}) {
   const TimeSelection selection = TimeSelection::from_options(options, s.n_timesteps);
-  const TrafficPlan plan = TrafficPlan::make(s, nodes_of(s, {}), options.tensors);
+  const TrafficPlan plan = TrafficPlan::make(s, nodes_of(s, levels), options.tensors);
   Layout layout = layout_of(s, plan);
   MovementReport report = std::move(layout.report);
   report.from = selection.window.from;
@@ -294,8 +288,55 @@ MovementReport closed_form_movement(const Schedule& s, const TraceOptions& optio
       report.enumerated.push_back({skeleton.level, e.reason});
     }
   }
-  add_capacities(s, report);
   return report;
+}
+
+// The level's movement counting only `einsum`'s windows.
+LevelMovement level_in_einsum(const Schedule& s, TraceOptions options, const MovementOptions& how,
+                              const std::string& level, const std::string& einsum) {
+  options.einsums = {einsum};
+  MovementReport r = how.method == MovementMethod::enumerate
+                         ? enumerate_movement(s, options, nodes_of(s, {level}), how.partial_sums)
+                         : closed_form_movement(s, options, how.partial_sums, {level});
+  return r.levels.empty() ? LevelMovement{} : std::move(r.levels.front());
+}
+
+// The most instances of `level` any of its nodes (of `einsum`'s leaves, if given) spans.
+std::int64_t instances_of(const Schedule& s, const std::string& level, const std::string& einsum = {}) {
+  std::int64_t most = 1;
+  for (const LeafSchedule& leaf : s.leaves)
+    if (einsum.empty() || leaf.einsum == einsum)
+      for (int n : leaf.storages)
+        if (s.storages[std::size_t(n)].level == level) most = std::max(most, s.storages[std::size_t(n)].instances);
+  return most;
+}
+
+// The arch's sizes. A size per Einsum is checked against the level's peak in that
+// Einsum, as AccelForge evaluates the arch once per Einsum.
+void add_capacities(const Schedule& s, const TraceOptions& options, const MovementOptions& how,
+                    MovementReport& report) {
+  const auto& selected = options.einsums;
+  for (LevelMovement& level : report.levels) {
+    const ArchMemory* m = s.memory(level.level);
+    if (!m) continue;
+    if (m->size_bits) {
+      level.capacity_bits = m->size_bits;
+      level.instances = instances_of(s, level.level);
+      continue;
+    }
+    if (m->per_einsum.empty()) {
+      level.capacity_unevaluated = m->size_text;
+      level.capacity_unevaluated_reason = m->unevaluated;
+      continue;
+    }
+    for (const EinsumSize& size : m->per_einsum) {
+      if (!selected.empty() && std::find(selected.begin(), selected.end(), size.einsum) == selected.end()) continue;
+      const LevelMovement in = level_in_einsum(s, options, how, level.level, size.einsum);
+      if (in.peak_footprint.timestep < 0 || in.peak_footprint.value == 0) continue;  // holds nothing of it
+      level.einsum_capacities.push_back({size.einsum, size.size_bits, size.bits_of, in.peak_footprint,
+                                         in.peak_footprint_bytes, instances_of(s, level.level, size.einsum)});
+    }
+  }
 }
 
 
@@ -319,9 +360,11 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
   if (options.sample_timesteps)
     throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
-  if (how.method == MovementMethod::enumerate)
-    return checked_bytes(enumerate_threaded(s, options, how.threads, how.partial_sums));
-  return checked_bytes(closed_form_movement(s, options, how.partial_sums));
+  MovementReport report = how.method == MovementMethod::enumerate
+                              ? enumerate_threaded(s, options, how.threads, how.partial_sums)
+                              : closed_form_movement(s, options, how.partial_sums);
+  add_capacities(s, options, how, report);
+  return checked_bytes(std::move(report));
 }
 
 MovementReport summarize_movement(const Schedule& s, const TraceOptions& options, int threads) {

@@ -7,7 +7,7 @@
 
 #include "looptrace/support/error.hpp"
 #include "compile/tiling.hpp"
-#include "compile/window_clip.hpp"
+#include "looptrace/compile/window_walk.hpp"
 
 namespace looptrace::movement_boxes {
 
@@ -17,20 +17,27 @@ using Wide = __int128;
 constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 
 
-// Which iterations of each temporal loop of a leaf a box of its iterations takes: digits
-// lo..hi (all of them: the loop is free).
-struct Digits {
-  std::int64_t lo, hi;
-  bool operator==(const Digits&) const = default;
-};
-using DigitBox = boost::container::small_vector<Digits, 8>;  // per leaf time level
+// Which iterations of each temporal loop of a leaf a box of its iterations takes: the
+// digits [from, to) ([0, count): the loop is free).
+using DigitBox = boost::container::small_vector<Interval, 8>;  // per leaf time level
+
+Interval all_digits(const TimeLevel& l) { return {0, l.count}; }
+
+// The digit vector (each digit a point) just before `d`, which is not the first.
+template <class Levels>
+void step_back(DigitBox& d, const Levels& levels) {
+  std::size_t l = d.size();
+  while (l > 0 && d[l - 1].from == 0) --l;
+  d[l - 1] = Interval::point(d[l - 1].from - 1);
+  for (std::size_t m = l; m < d.size(); ++m) d[m] = Interval::point(levels[m].count - 1);
+}
 
 // A leaf's points over a box of its iterations: per rank variable, one range. For a
 // whole window (outer digits fixed, inner ones free), along the innermost outer loop
 // the next `run` windows (this one included) give the same ranges but for `moving`,
 // which advances by `step` per window (-1: none moves).
 struct LeafPoints {
-  boost::container::small_vector<Span, 8> range;
+  LeafRanges range;
   bool empty = false;
   std::int64_t run = kForever;
   int moving = -1;
@@ -81,37 +88,33 @@ void leaf_points(const LeafSchedule& leaf, const DigitBox& digits, int inner_lev
   for (const LoopLevel& l : leaf.loops) {
     if (l.variable < 0) continue;  // drives nothing here: windows along it are alike
     const auto v = std::size_t(l.variable);
-    Span& r = w.range[v];
-    const Digits d = l.spatial ? Digits{0, l.count - 1} : digits[std::size_t(l.time_level)];
-    const bool all = d.lo == 0 && d.hi == l.count - 1;
+    Interval& r = w.range[v];
+    const Interval d = l.spatial ? Interval{0, l.count} : digits[std::size_t(l.time_level)];
     if (r.empty()) continue;
-    const Span parent = r;
-    const Wide width = Wide(r.hi) - r.lo, first = tiling::sub_start<Wide>(l, d.lo);
-    if (all) {
+    const Interval parent = r;
+    if (d == Interval{0, l.count}) {  // all of them
       if (widened[v]) continue;  // covered: the union stays
-      r.hi = std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, l.count - 1)));
-      widened[v] = l.count > 1 && tiling::sub_end<Wide>(l, 0) < width;  // it cut the range
+      r = tiling::sub_tiles<Wide>(r, l, d);
+      widened[v] = tiling::tiles_within<Wide>(parent.size(), l) > 1;  // it cut the range
       continue;
     }
     if (widened[v])
       throw NotClosed{"rank variable '" + leaf.variables[v] +
                       "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
-    r = first >= width ? Span{r.hi, r.hi}
-                       : Span{r.lo + std::int64_t(first), std::int64_t(std::min<Wide>(r.hi, r.lo + tiling::sub_end<Wide>(l, d.hi)))};
-    widened[v] = d.hi > d.lo;  // several sub-tiles: the loops inside cover them
+    r = tiling::sub_tiles<Wide>(r, l, d);
+    widened[v] = d.size() > 1;  // several sub-tiles: the loops inside cover them
     if (l.time_level != inner_level) continue;
-    const std::int64_t j = d.lo;
+    const std::int64_t j = d.from;
     if (r.empty()) {
       w.run = l.count - j;  // every later tile is empty too
-    } else if (r.size() == l.tile_shape && (j >= 1 || l.initial_tile_shape == l.tile_shape)) {
-      const Wide full_until = tiling::first_not_full<Wide>(parent.size(), l);
-      w.run = std::int64_t(std::min<Wide>(l.count, full_until)) - j;  // whole strides: translates
+    } else if (tiling::whole_stride(l, j, r.size())) {
+      w.run = std::int64_t(tiling::whole_strides_from<Wide>(parent.size(), l, j));  // translates
       w.moving = int(v), w.step = l.tile_shape;
     } else {
       w.run = 1;
     }
   }
-  w.empty = std::any_of(w.range.begin(), w.range.end(), [](const Span& s) { return s.empty(); });
+  w.empty = std::any_of(w.range.begin(), w.range.end(), [](const Interval& s) { return s.empty(); });
 }
 
 // The image of a leaf's points in a tensor as a box; false when it is not one (a rank
@@ -127,15 +130,15 @@ bool image_of(const LeafTensor& t, const LeafPoints& w, Box& box) {
     for (std::size_t v = 0; v < w.range.size(); ++v) {
       const Wide c = t.coefficients[r][v];
       if (c == 0) continue;
-      const Span& x = w.range[v];
+      const Interval& x = w.range[v];
       if (x.size() == 1) {
-        lo += c * x.lo, hi += c * x.lo;
+        lo += c * x.from, hi += c * x.from;
         continue;
       }
       if (used[v]) return false;
       used[v] = true;
-      if (c > 0) lo += c * x.lo, hi += c * (x.hi - 1);
-      else lo += c * (x.hi - 1), hi += c * x.lo;
+      if (c > 0) lo += c * x.from, hi += c * (x.to - 1);
+      else lo += c * (x.to - 1), hi += c * x.from;
       terms.push_back({c > 0 ? c : -c, x.size() - 1});
     }
     std::sort(terms.begin(), terms.end());
@@ -151,13 +154,13 @@ bool image_of(const LeafTensor& t, const LeafPoints& w, Box& box) {
 
 Wide box_size(const Box& b) {
   Wide n = 1;
-  for (const Span& s : b) n *= s.size();
+  for (const Interval& s : b) n *= s.size();
   return n;
 }
 
 bool contains(const Box& outer, const Box& inner) {
   for (std::size_t r = 0; r < outer.size(); ++r)
-    if (inner[r].lo < outer[r].lo || inner[r].hi > outer[r].hi) return false;
+    if (!outer[r].contains(inner[r])) return false;
   return true;
 }
 
@@ -171,7 +174,7 @@ Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
   }
   if (rank == boxes[0]->size()) return 1;
   std::vector<std::int64_t> cuts;
-  for (const Box* b : boxes) cuts.push_back((*b)[rank].lo), cuts.push_back((*b)[rank].hi);
+  for (const Box* b : boxes) cuts.push_back((*b)[rank].from), cuts.push_back((*b)[rank].to);
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   Wide total = 0;
@@ -179,7 +182,7 @@ Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
     across.clear();
     for (const Box* b : boxes)
-      if ((*b)[rank].lo <= cuts[i] && (*b)[rank].hi >= cuts[i + 1]) across.push_back(b);
+      if ((*b)[rank].contains(Interval{cuts[i], cuts[i + 1]})) across.push_back(b);
     total += Wide(cuts[i + 1] - cuts[i]) * union_from(across, rank + 1);
   }
   return total;
@@ -248,33 +251,34 @@ void split_range(const DigitBox& a, const DigitBox& b, const std::vector<TimeLev
                  std::vector<DigitBox>& out) {
   const std::size_t n = a.size();
   std::size_t k = 0;
-  while (k < n && a[k].lo == b[k].lo) ++k;
+  while (k < n && a[k] == b[k]) ++k;
   DigitBox box(n);
-  // Levels before `fixed` as in `from`, level `fixed` in lo..hi (none if lo < 0), the
-  // rest free.
-  auto emit = [&](std::size_t fixed, const DigitBox& from, std::int64_t lo, std::int64_t hi) {
-    for (std::size_t l = 0; l < n; ++l)
-      box[l] = l < fixed ? from[l] : Digits{0, levels[l].count - 1};
-    if (lo >= 0) box[fixed] = {lo, hi};
+  // Levels before `fixed` as in `from`, the rest free.
+  auto emit = [&](std::size_t fixed, const DigitBox& from) {
+    for (std::size_t l = 0; l < n; ++l) box[l] = l < fixed ? from[l] : all_digits(levels[l]);
     out.push_back(box);
   };
+  // The same with level `fixed` in `at` instead; nothing when `at` is empty.
+  auto emit_at = [&](std::size_t fixed, const DigitBox& from, const Interval& at) {
+    if (at.empty()) return;
+    emit(fixed, from);
+    out.back()[fixed] = at;
+  };
   if (k == n) {
-    emit(n, a, -1, 0);
+    emit(n, a);
     return;
   }
   // From a to the end of a's digit k: the levels after k at or above a's.
   std::size_t z = n;
-  while (z > k + 1 && a[z - 1].lo == 0) --z;
-  emit(z, a, -1, 0);  // a's digits up to z, then anything (all zeros after: from a on)
-  for (std::size_t m = z; m-- > k + 1;)
-    if (a[m].lo + 1 <= levels[m].count - 1) emit(m, a, a[m].lo + 1, levels[m].count - 1);
-  if (a[k].lo + 1 <= b[k].lo - 1) emit(k, a, a[k].lo + 1, b[k].lo - 1);
+  while (z > k + 1 && a[z - 1].from == 0) --z;
+  emit(z, a);  // a's digits up to z, then anything (all zeros after: from a on)
+  for (std::size_t m = z; m-- > k + 1;) emit_at(m, a, {a[m].from + 1, levels[m].count});
+  emit_at(k, a, {a[k].from + 1, b[k].from});
   // From the start of b's digit k to b.
   z = n;
-  while (z > k + 1 && b[z - 1].lo == levels[z - 1].count - 1) --z;
-  emit(z, b, -1, 0);
-  for (std::size_t m = z; m-- > k + 1;)
-    if (b[m].lo >= 1) emit(m, b, 0, b[m].lo - 1);
+  while (z > k + 1 && b[z - 1].from == levels[z - 1].count - 1) --z;
+  emit(z, b);
+  for (std::size_t m = z; m-- > k + 1;) emit_at(m, b, {0, b[m].from});
 }
 
 // The boxes of a leaf's iterations at timesteps [clip.from, clip.to) (none if it has none).
@@ -285,17 +289,13 @@ std::vector<DigitBox> iterations_in(const LeafSchedule& leaf, const TimeRange& c
   if (o.done() || o.time() >= clip.to) return out;
   const std::size_t n = leaf.time_levels.size();
   DigitBox first(n), last(n);
-  for (std::size_t l = 0; l < n; ++l) first[l] = {o.digit(l), o.digit(l)};
+  for (std::size_t l = 0; l < n; ++l) first[l] = Interval::point(o.digit(l));
   o.seek(clip.to);
   if (o.done()) {
-    for (std::size_t l = 0; l < n; ++l) last[l] = {leaf.time_levels[l].count - 1, leaf.time_levels[l].count - 1};
-  } else {  // the iteration just before the first at or after clip.to
-    for (std::size_t l = 0; l < n; ++l) last[l] = {o.digit(l), o.digit(l)};
-    std::size_t l = n;
-    while (l > 0 && last[l - 1].lo == 0) --l;
-    last[l - 1].lo -= 1;  // (l > 0: some iteration lies before clip.to)
-    for (std::size_t m = l; m < n; ++m) last[m].lo = leaf.time_levels[m].count - 1;
-    for (auto& d : last) d.hi = d.lo;
+    for (std::size_t l = 0; l < n; ++l) last[l] = Interval::point(leaf.time_levels[l].count - 1);
+  } else {  // the iteration just before the first at or after clip.to (one lies before it)
+    for (std::size_t l = 0; l < n; ++l) last[l] = Interval::point(o.digit(l));
+    step_back(last, leaf.time_levels);
   }
   split_range(first, last, leaf.time_levels, out);
   return out;
@@ -367,7 +367,7 @@ Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot&
   const LeafSchedule& some = *node.leaves[slot.parts.front().leaf];
   const std::vector<TimeLevel> shared(some.time_levels.begin() + std::ptrdiff_t(outer),
                                       some.time_levels.begin() + std::ptrdiff_t(outer + slot.shared));
-  DigitBox q(shared.size(), Digits{0, 0}), zero = q;
+  DigitBox q(shared.size(), Interval::point(0)), zero = q;
   std::vector<DigitBox> earlier;
   std::vector<Box> boxes;
   boxes.reserve(slot.parts.size() * (2 * shared.size() + 2));
@@ -377,9 +377,9 @@ Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot&
     const LeafSchedule& leaf = *node.leaves[p.leaf];
     DigitBox digits(leaf.time_levels.size());
     for (std::size_t l = 0; l < digits.size(); ++l)
-      digits[l] = l < outer                    ? Digits{starts.digit(l), starts.digit(l)}
+      digits[l] = l < outer                    ? Interval::point(starts.digit(l))
                   : l < outer + shared.size() ? d[l - outer]
-                                               : Digits{0, leaf.time_levels[l].count - 1};
+                                               : all_digits(leaf.time_levels[l]);
     LeafPoints w;
     leaf_points(leaf, digits, -1, w);
     if (!w.empty) box_of(sched, node, p, w, boxes.emplace_back());
@@ -390,11 +390,7 @@ Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot&
     earlier.clear();
     if (q != zero) {  // every iteration before q
       DigitBox last = q;
-      std::size_t l = last.size();
-      while (last[l - 1].lo == 0) --l;
-      last[l - 1].lo -= 1;
-      for (std::size_t m = l; m < last.size(); ++m) last[m].lo = shared[m].count - 1;
-      for (auto& d : last) d.hi = d.lo;
+      step_back(last, shared);
       split_range(zero, last, shared, earlier);
     }
     for (const Part& p : slot.parts)
@@ -414,9 +410,9 @@ Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot&
       before = upto;
     }
     std::size_t l = q.size();  // the next iteration
-    while (l > 0 && q[l - 1].lo + 1 >= shared[l - 1].count) q[l - 1] = {0, 0}, --l;
+    while (l > 0 && q[l - 1].from + 1 >= shared[l - 1].count) q[l - 1] = Interval::point(0), --l;
     if (l == 0) return fills;
-    q[l - 1].lo += 1, q[l - 1].hi += 1;
+    q[l - 1] = q[l - 1].shifted(1);
   }
 }
 
@@ -431,7 +427,7 @@ void whole_window(const NodeParts& node, std::size_t outer, int inner, const Tim
     const LeafSchedule& leaf = *node.leaves[i];
     digits.resize(leaf.time_levels.size());
     for (std::size_t l = 0; l < digits.size(); ++l)
-      digits[l] = l < outer ? Digits{starts.digit(l), starts.digit(l)} : Digits{0, leaf.time_levels[l].count - 1};
+      digits[l] = l < outer ? Interval::point(starts.digit(l)) : all_digits(leaf.time_levels[l]);
     leaf_points(leaf, digits, inner, at[i]);
   }
 }
@@ -473,23 +469,21 @@ class NodeCounter {
   }
 
   NodeTotals run() {
-    if (!window_clip::any(node_.duration, window_)) return out_;
-    TimeOdometer starts = node_.starts();
-    window_clip::seek_first(starts, node_.duration, window_);
-    while (window_clip::seen(starts, window_)) {
-      const std::int64_t start = starts.time(), end = start + node_.duration;
-      if (start < window_.from || end > window_.to) {  // cut by the traced window: its pieces
-        const TimeRange clip = window_clip::clipped(start, node_.duration, window_);
+    WindowWalk walk(node_.starts(), node_.duration, window_);
+    while (!walk.done()) {
+      if (!walk.whole()) {  // cut by the traced window: its pieces
+        const TimeRange clip = walk.window();
         cut_window(clip);
         record(clip.from, clip.to, 1);
-        starts.advance();
+        walk.advance();
         continue;
       }
-      const std::int64_t run = whole_windows(starts, end);
+      const std::int64_t start = walk.start(), end = start + node_.duration;
+      const std::int64_t run = whole_windows(walk.starts(), end);
       record(start, end, run);
       if (node_.time_levels.empty()) break;
-      if (inner_ + 1 == int(node_.time_levels.size())) starts.advance_innermost(run);
-      else for (std::int64_t i = 0; i < run; ++i) starts.advance();  // the levels inside count 1
+      if (inner_ + 1 == int(node_.time_levels.size())) walk.advance_innermost(run);
+      else for (std::int64_t i = 0; i < run; ++i) walk.advance();  // the levels inside count 1
     }
     add_partial_sums();
     return out_;
@@ -536,7 +530,7 @@ class NodeCounter {
         box_of(sched_, parts_, part, w, boxes_[p].emplace_back());
         Box delta(boxes_[p].front().size());  // rank r moves by coefficient x step
         for (std::size_t r = 0; r < delta.size(); ++r)
-          delta[r].lo = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
+          delta[r].from = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
         if (++non_empty == 1) first_delta = delta;
         else alike = alike && delta == first_delta;
       }
@@ -576,7 +570,7 @@ class NodeCounter {
     if (held_->size() >= max_held_)
       throw NotClosed{"Storage nodes of the level hold tiles at the same time, in more than " +
                       std::to_string(max_held_) + " stretches"};
-    held_->push_back({from, to, elements, bytes});
+    held_->push_back({{from, to}, elements, bytes});
   }
 
   // Read back with --partial-sums: what a window writes first that an earlier window
@@ -626,7 +620,7 @@ bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& o, std::int64_t t, L
   o.seek(t);
   if (o.done() || o.time() != t) return false;
   DigitBox digits(leaf.time_levels.size());
-  for (std::size_t l = 0; l < digits.size(); ++l) digits[l] = {o.digit(l), o.digit(l)};
+  for (std::size_t l = 0; l < digits.size(); ++l) digits[l] = Interval::point(o.digit(l));
   LeafPoints w;
   leaf_points(leaf, digits, -1, w);
   if (w.empty) return false;
@@ -639,7 +633,7 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
   const std::vector<DigitBox> boxes = iterations_in(leaf, clip);
   if (boxes.empty()) return false;
   auto time_of = [&](const DigitBox& d) {  // of the box's first iteration
-    return time_at(leaf.time_base, leaf.time_levels, [&](std::size_t l) { return d[l].lo; });
+    return time_at(leaf.time_base, leaf.time_levels, [&](std::size_t l) { return d[l].from; });
   };
   out.first = std::numeric_limits<std::int64_t>::max(), out.last = std::numeric_limits<std::int64_t>::min();
   LeafPoints w;
@@ -654,15 +648,15 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
     out.first = std::min(out.first, time_of(d));
     DigitBox last = d;
     for (std::size_t l = 0; l < last.size(); ++l) {
-      std::int64_t lo = last[l].lo, hi = last[l].hi;
+      std::int64_t lo = last[l].from, hi = last[l].to - 1;  // the last touching digit is in [lo, hi]
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        last[l] = {mid, mid};
+        last[l] = Interval::point(mid);
         leaf_points(leaf, last, -1, w);
         if (w.empty) hi = mid - 1;
         else lo = mid;
       }
-      last[l] = {lo, lo};
+      last[l] = Interval::point(lo);
     }
     out.last = std::max(out.last, time_of(last));
   }
@@ -687,22 +681,18 @@ struct SlotWindows::Impl {
   const Schedule* sched;
   const StorageWindows* node;
   NodeParts parts;
-  TimeRange clip;
-  TimeOdometer starts;
-  bool done = false;
+  WindowWalk walk;
   TimeRange window;
   std::vector<Box> fills, drains;
   std::vector<LeafPoints> at;
   std::vector<std::vector<Box>> boxes;
 
   void load() {
-    done = !window_clip::seen(starts, clip);
-    if (done) return;
-    const std::int64_t start = starts.time();
-    window = window_clip::clipped(start, node->duration, clip);
+    if (walk.done()) return;
+    window = walk.window();
     const Slot& slot = parts.slots.front();
-    if (window.from == start && window.to == start + node->duration) {
-      whole_window(parts, node->time_levels.size(), -1, starts, at);
+    if (walk.whole()) {
+      whole_window(parts, node->time_levels.size(), -1, walk.starts(), at);
       boxes.assign(slot.parts.size(), {});
       for (std::size_t p = 0; p < slot.parts.size(); ++p)
         if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p].emplace_back());
@@ -736,19 +726,19 @@ struct SlotWindows::Impl {
     for (Box rest : pieces) {
       bool overlap = true;
       for (std::size_t r = 0; r < rest.size() && overlap; ++r)
-        overlap = rest[r].lo < e[r].hi && e[r].lo < rest[r].hi;
+        overlap = overlaps(rest[r], e[r]);
       if (!overlap) {
         cut.push_back(rest);
         continue;
       }
       for (std::size_t r = 0; r < rest.size(); ++r) {
-        if (rest[r].lo < e[r].lo) {
-          cut.push_back(rest), cut.back()[r].hi = e[r].lo;
-          rest[r].lo = e[r].lo;
+        if (rest[r].from < e[r].from) {
+          cut.push_back(rest), cut.back()[r].to = e[r].from;
+          rest[r].from = e[r].from;
         }
-        if (rest[r].hi > e[r].hi) {
-          cut.push_back(rest), cut.back()[r].lo = e[r].hi;
-          rest[r].hi = e[r].hi;
+        if (rest[r].to > e[r].to) {
+          cut.push_back(rest), cut.back()[r].from = e[r].to;
+          rest[r].to = e[r].to;
         }
       }  // what is left of rest lies inside e: gone
     }
@@ -801,14 +791,9 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
                         "' is tiled again by a !Temporal loop inside it"};
     }
   }
-  m.clip = clip;
-  m.starts = m.node->starts();
-  if (!window_clip::any(m.node->duration, clip)) {
-    m.done = true;
-    return;
-  }
+  m.walk = WindowWalk(m.node->starts(), m.node->duration, clip);
   // The first window that ends at or after `from` (its drains are at its end).
-  m.starts.seek(std::max(clip.from, from) - m.node->duration);
+  m.walk.seek_ending_from(std::max(clip.from, from));
   m.load();
 }
 
@@ -816,12 +801,12 @@ SlotWindows::SlotWindows(SlotWindows&&) noexcept = default;
 SlotWindows& SlotWindows::operator=(SlotWindows&&) noexcept = default;
 SlotWindows::~SlotWindows() = default;
 
-bool SlotWindows::done() const { return impl_->done; }
+bool SlotWindows::done() const { return impl_->walk.done(); }
 const TimeRange& SlotWindows::window() const { return impl_->window; }
 const std::vector<Box>& SlotWindows::fills() const { return impl_->fills; }
 const std::vector<Box>& SlotWindows::drains() const { return impl_->drains; }
 void SlotWindows::next() {
-  impl_->starts.advance();
+  impl_->walk.advance();
   impl_->load();
 }
 
@@ -832,7 +817,7 @@ namespace looptrace::movement_boxes {
 std::int64_t union_elements(const std::vector<Box>& boxes) {
   std::vector<const Box*> live;
   for (const Box& b : boxes)
-    if (std::none_of(b.begin(), b.end(), [](const Span& s) { return s.empty(); })) live.push_back(&b);
+    if (std::none_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) live.push_back(&b);
   return live.empty() ? 0 : narrowed(union_size(live));
 }
 

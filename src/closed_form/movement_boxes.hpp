@@ -22,6 +22,7 @@
 
 #include "looptrace/closed_form/movement.hpp"
 #include "looptrace/closed_form/window_runs.hpp"
+#include "looptrace/interval.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/record.hpp"
 #include "looptrace/compile/schedule.hpp"
@@ -35,14 +36,8 @@ struct NotClosed {
   std::string reason;
 };
 
-// A half-open range of coordinates, and a box of a tensor's elements (one per rank).
-struct Span {
-  std::int64_t lo = 0, hi = 0;
-  bool empty() const { return hi <= lo; }
-  std::int64_t size() const { return hi > lo ? hi - lo : 0; }
-  bool operator==(const Span&) const = default;
-};
-using Box = boost::container::small_vector<Span, 6>;
+// A box of a tensor's elements: per rank, a range of coordinates.
+using Box = boost::container::small_vector<Interval, 6>;
 
 // One window: its tile, fills and drains.
 struct WindowTally {
@@ -57,7 +52,8 @@ struct SlotTotals {
 // A stretch of time over which a node holds tiles of one total size (a window, or a
 // run of back-to-back windows of equal tiles).
 struct HeldSpan {
-  std::int64_t from, to, elements, bytes;
+  TimeRange when;
+  std::int64_t elements, bytes;
 };
 
 // Told each run of windows that move alike, in time order, with one tally per tensor
@@ -87,7 +83,7 @@ NodeTotals closed_form_node(const Schedule& schedule, std::uint32_t storage, con
 // fixed, its spatial loops whole); false when the leaf does not run at `t`. `odometer`
 // is the leaf's (leaf.odometer(), made once and sought here). Throws NotClosed when
 // they are not ranges (a strided tile).
-using LeafRanges = boost::container::small_vector<Span, 8>;
+using LeafRanges = boost::container::small_vector<Interval, 8>;
 bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& odometer, std::int64_t t, LeafRanges& ranges);
 
 // A leaf's points over its iterations in `clip`: one set of ranges per box of

@@ -18,18 +18,9 @@ namespace looptrace {
 
 namespace {
 
-bool same(const TimeRange& a, const TimeRange& b) { return a.from == b.from && a.to == b.to; }
-bool before(const TimeRange& a, const TimeRange& b) {
-  return a.from != b.from ? a.from < b.from : a.to < b.to;
-}
-TimeRange clip(const TimeRange& w, const TimeRange& to) {
-  return {std::max(w.from, to.from), std::min(w.to, to.to)};
-}
-bool inside(const TimeRange& w, const TimeRange& r) { return w.from >= r.from && w.to <= r.to; }
-
 void sort_distinct(std::vector<TimeRange>& v) {
-  std::sort(v.begin(), v.end(), before);
-  v.erase(std::unique(v.begin(), v.end(), same), v.end());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 std::vector<WindowRun> as_runs(const std::vector<TimeRange>& windows) {
@@ -50,8 +41,8 @@ void add_coinciding(std::vector<TimeRange>& cut, const TimeRange& window,
                     const std::function<bool(const TimeRange&)>& interior) {
   std::vector<TimeRange> extra;
   for (const auto& o : cut) {
-    const TimeRange piece = clip(o, window);
-    if (!same(piece, o) && !piece.empty() && interior(piece)) extra.push_back(piece);
+    const TimeRange piece = intersect(o, window);
+    if (piece != o && !piece.empty() && interior(piece)) extra.push_back(piece);
   }
   cut.insert(cut.end(), extra.begin(), extra.end());
   sort_distinct(cut);
@@ -202,7 +193,7 @@ std::vector<LevelWindows> level_windows(const Schedule& s, const TimeRange& wind
     if (form != WindowsForm::none) {
       storage_window_runs(storage, window, runs, cut);
       interior = runs;
-      for (const auto& o : cut) remove_window(interior, clip(o, window));
+      for (const auto& o : cut) remove_window(interior, intersect(o, window));
     }
     for (const auto& tensor : storage.tensors) {
       if (!keeps(tensor)) continue;
@@ -374,14 +365,14 @@ void merge_windows(const std::vector<TraceSummary>& shards, const std::vector<st
     const TensorWindows& t = shards[i].tile_windows[li].tensors[ti];
     std::vector<WindowRun> runs = out.windows_form == WindowsForm::full ? as_runs(t.windows) : t.runs;
     const TimeRange part{shards[i].selection.from, shards[i].selection.to};
-    for (const auto& o : t.cut) remove_window(runs, clip(o, part));
+    for (const auto& o : t.cut) remove_window(runs, intersect(o, part));
     interior.insert(interior.end(), runs.begin(), runs.end());  // shards are in time order
     originals.insert(originals.end(), t.cut.begin(), t.cut.end());
   }
   sort_distinct(originals);
   std::vector<TimeRange> rejoined;
   for (const auto& o : originals)
-    if (!clip(o, whole).empty()) rejoined.push_back(clip(o, whole));
+    if (const TimeRange piece = intersect(o, whole); !piece.empty()) rejoined.push_back(piece);
   sort_distinct(rejoined);
   TensorWindows& t = out.tile_windows[li].tensors[ti];
   t.windows.clear();
@@ -389,11 +380,11 @@ void merge_windows(const std::vector<TraceSummary>& shards, const std::vector<st
   set_windows(t, merge_runs({interior, as_runs(rejoined)}), out.windows_form);
   std::vector<TimeRange> cut;
   for (const auto& o : originals)
-    if (!inside(o, whole)) cut.push_back(o);
+    if (!whole.contains(o)) cut.push_back(o);
   add_coinciding(cut, whole, [&](const TimeRange& piece) {
     return holds_window(interior, piece) ||
            std::any_of(originals.begin(), originals.end(),
-                       [&](const TimeRange& o) { return inside(o, whole) && same(o, piece); });
+                       [&](const TimeRange& o) { return whole.contains(o) && o == piece; });
   });
   t.cut = std::move(cut);
 }

@@ -2,17 +2,11 @@
 
 #include <algorithm>
 
-#include "looptrace/compile/time_odometer.hpp"
-#include "compile/window_clip.hpp"
+#include "looptrace/compile/window_walk.hpp"
 
 namespace looptrace {
 
 namespace {
-
-bool same(const TimeRange& a, const TimeRange& b) { return a.from == b.from && a.to == b.to; }
-bool before(const TimeRange& a, const TimeRange& b) {
-  return a.from != b.from ? a.from < b.from : a.to < b.to;
-}
 
 WindowRun single(const TimeRange& w) { return {w.from, w.to - w.from, 0, 1}; }
 
@@ -36,7 +30,7 @@ std::int64_t index_of(const WindowRun& r, const TimeRange& w) {
 void RunBuilder::add(const TimeRange& w) {
   if (open_.count > 0) {
     const TimeRange last = open_.last();
-    if (same(w, last)) return;
+    if (w == last) return;
     if (w.to - w.from == open_.length) {
       if (open_.count == 1) {
         open_.period = w.from - open_.start;
@@ -56,7 +50,7 @@ void RunBuilder::add(const TimeRange& w) {
 void RunBuilder::add(const WindowRun& r) {
   if (r.count <= 0) return;
   if (r.count == 1) return add(r.first());
-  if (open_.count > 0 && same(open_.last(), r.first())) return add(drop_front(r, 1));
+  if (open_.count > 0 && open_.last() == r.first()) return add(drop_front(r, 1));
   add(r.first());
   // The second window of r joins a run that r's first window started, with r's
   // period; it joins an older run only when the periods agree; else it starts one.
@@ -104,11 +98,11 @@ std::vector<WindowRun> merge_runs(const std::vector<std::vector<WindowRun>>& lis
   for (;;) {
     Cursor* min = nullptr;
     for (auto& c : cursors)
-      if (!c.done() && (!min || before(c.head(), min->head()))) min = &c;
+      if (!c.done() && (!min || c.head() < min->head())) min = &c;
     if (!min) break;
     const Cursor* next = nullptr;  // the smallest head of the others
     for (const auto& c : cursors)
-      if (&c != min && !c.done() && (!next || before(c.head(), next->head()))) next = &c;
+      if (&c != min && !c.done() && (!next || c.head() < next->head())) next = &c;
     const WindowRun& r = (*min->runs)[min->run];
     const std::int64_t remaining = r.count - min->offset;
     std::int64_t n = remaining;
@@ -150,7 +144,6 @@ bool holds_window(const std::vector<WindowRun>& runs, const TimeRange& w) {
 void storage_window_runs(const StorageWindows& storage, const TimeRange& sel,
                          std::vector<WindowRun>& runs, std::vector<TimeRange>& cut) {
   const std::int64_t d = storage.duration;
-  if (!window_clip::any(d, sel)) return;
   // Offsets do not depend on the digits: fold them into the base. Loops of one
   // iteration add nothing. A loop whose period is its inner loop's whole span continues
   // that loop's progression: fold the two into one.
@@ -166,29 +159,28 @@ void storage_window_runs(const StorageWindows& storage, const TimeRange& sel,
       levels.erase(levels.begin() + std::ptrdiff_t(k));
     }
   const TimeLevel inner = levels.empty() ? TimeLevel{1, 1, 0} : levels.back();
-  TimeOdometer starts(base, levels);
-  window_clip::seek_first(starts, d, sel);
-  while (window_clip::seen(starts, sel)) {
-    const std::int64_t j0 = levels.empty() ? 0 : starts.digit(levels.size() - 1);
-    const std::int64_t remaining = inner.count - j0, s0 = starts.time(), p = inner.period;
+  WindowWalk walk(TimeOdometer(base, levels), d, sel);
+  while (!walk.done()) {
+    const std::int64_t j0 = levels.empty() ? 0 : walk.starts().digit(levels.size() - 1);
+    const std::int64_t remaining = inner.count - j0, s0 = walk.start(), p = inner.period;
     const std::int64_t n = std::min(remaining, (sel.to - 1 - s0) / p + 1);  // starting before `to`
     std::int64_t lo = 0, hi = n;
     WindowRun tail{};
     if (s0 < sel.from) {  // clipped at `from` (and maybe at `to`)
       cut.push_back({s0, s0 + d});
-      runs.push_back(single(window_clip::clipped(s0, d, sel)));
+      runs.push_back(single(walk.window()));
       lo = 1;
     }
     if (hi > lo && s0 + (hi - 1) * p + d > sel.to) {  // the last one is clipped at `to`
       const std::int64_t s = s0 + (hi - 1) * p;
       cut.push_back({s, s + d});
-      tail = single(window_clip::clipped(s, d, sel));
+      tail = single(intersect(TimeRange{s, s + d}, sel));
       --hi;
     }
     if (hi > lo) runs.push_back({s0 + lo * p, d, hi - lo > 1 ? p : 0, hi - lo});
     if (tail.count > 0) runs.push_back(tail);
     if (n < remaining) break;  // the rest starts at or after `to`
-    starts.advance_innermost(remaining);
+    walk.advance_innermost(remaining);
   }
 }
 

@@ -101,12 +101,11 @@ using namespace looptree;
 
 struct Compiler {
   const Spec& spec;
-  std::map<std::string, EinsumBox> boxes;
-  std::unordered_map<const MappingNode*, std::int64_t> counts;     // loop -> iterations
-  std::unordered_map<const MappingNode*, std::int64_t> durations;  // node -> timesteps
+  LoopTreeTable& table;  // the boxes first, then every node's figures (pass 1)
   std::unordered_map<const MappingNode*, std::uint32_t> loop_ids;  // StorageWindows::loop_ids
   Schedule out;
-  bool measure_unreachable = false;
+
+  NodeFigures& figures(const MappingNode* node) { return table.nodes[node]; }
 
   const Einsum& einsum_named(const std::string& name, const SourceLocation& where) {
     const Einsum* e = spec.workload.find_einsum(name);
@@ -119,10 +118,8 @@ struct Compiler {
     return *e;
   }
 
-  const EinsumBox& box_of(const Einsum& e) {
-    auto it = boxes.find(e.name);
-    if (it == boxes.end()) it = boxes.emplace(e.name, einsum_box(spec.workload, e)).first;
-    return it->second;
+  const EinsumBox& box_of(const Einsum& e) const {
+    return table.workload.boxes[std::size_t(&e - spec.workload.einsums.data())];
   }
 
   std::int64_t extent_of(const Einsum& e, const std::string& var) {
@@ -132,7 +129,8 @@ struct Compiler {
     return -1;
   }
 
-  // Pass 1: loop counts and durations. `enclosing` is the loops on the path, outermost first.
+  // Pass 1: every node's figures (loop counts, durations, windows). `enclosing` is the
+  // loops on the path, outermost first.
   std::int64_t measure(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
     std::int64_t d = 0;
     switch (node.kind) {
@@ -154,7 +152,10 @@ struct Compiler {
       default:
         break;
     }
-    durations[&node] = d;
+    if (node.is_split())  // a Storage directly under a split spans the split
+      for (const auto& c : node.children)
+        if (!looptree::is_branch(c)) figures(&c).duration = c.kind == NodeKind::Storage ? d : 0;
+    figures(&node).duration = d;
     return d;
   }
 
@@ -168,20 +169,46 @@ struct Compiler {
   std::int64_t measure_nested(const MappingNode& node, std::vector<const MappingNode*>& enclosing) {
     const MappingNode* cont = continuation_of(node);
     const MappingNode* compute = first_compute(cont);
-    const std::size_t pushed = enter_loops(node, compute, enclosing, counts, [&](const auto&... a) {
-      return loop_count(a...);
-    });
-    std::int64_t d = cont ? measure(*cont, enclosing) : 0;
+    std::size_t pushed = 0;
+    for (const auto& c : node.children) {  // each loop counted with the loops above it
+      if (!c.is_loop()) continue;
+      figures(&c).iterations = loop_count(c, compute, enclosing);
+      enclosing.push_back(&c);
+      ++pushed;
+    }
+    const std::int64_t inner = cont ? measure(*cont, enclosing) : 0;  // what follows each point
     enclosing.resize(enclosing.size() - pushed);
-    if (measure_unreachable)  // branches after the continuation, as describe shows them
-      for (const auto& c : node.children)
-        if (&c != cont && looptree::is_branch(c)) {
-          std::vector<const MappingNode*> none;
-          measure(c, none);
-        }
+    // Branches after the continuation: no path reaches them, but every subcommand
+    // compiles (and checks) them alike, and describe shows them.
     for (const auto& c : node.children)
-      if (c.kind == NodeKind::Temporal) d = checked_mul(d, counts[&c], c.where);
+      if (&c != cont && looptree::is_branch(c)) {
+        std::vector<const MappingNode*> none;
+        measure(c, none);
+      }
+    std::int64_t d = inner;
+    for (const auto& c : node.children)
+      if (c.kind == NodeKind::Temporal) d = checked_mul(d, figures(&c).iterations, c.where);
+    record_children(node, inner);
     return d;
+  }
+
+  // The figures of a Nested node's loops and Storage nodes. `after`: the timesteps from
+  // the start of child k to the end, for one iteration of the loops before k (the
+  // product was checked above).
+  void record_children(const MappingNode& node, std::int64_t inner) {
+    std::int64_t after = inner;
+    for (std::size_t k = node.children.size(); k-- > 0;) {
+      const MappingNode& c = node.children[k];
+      if (looptree::is_branch(c)) continue;  // measured
+      NodeFigures& f = figures(&c);
+      if (c.is_loop()) {
+        f.iteration_duration = after;
+        f.tile_shape = c.tile_shape;
+        f.initial_tile_shape = c.initial_tile_shape.value_or(c.tile_shape);
+        if (c.kind == NodeKind::Temporal) after *= f.iterations;
+      }
+      f.duration = c.kind == NodeKind::Storage || c.is_loop() ? after : 0;
+    }
   }
 
   std::int64_t loop_count(const MappingNode& loop, const MappingNode* compute,
@@ -233,12 +260,12 @@ struct Compiler {
         std::vector<int> spanning;  // Storage nodes of the split: they hold for every branch
         for (const auto& c : node.children) {
           if (c.kind == NodeKind::Storage)
-            if (int i = add_storage(c, ctx, durations[&node]); i >= 0) spanning.push_back(i);
+            if (int i = add_storage(c, ctx, figures(&c).duration); i >= 0) spanning.push_back(i);
           if (!is_branch(c)) continue;
           Context branch = ctx;
           branch.shift(offset);
           build(c, std::move(branch));
-          if (node.kind == NodeKind::Sequential) offset += durations[&c];
+          if (node.kind == NodeKind::Sequential) offset += figures(&c).duration;
         }
         for (std::size_t l = first_leaf; l < out.leaves.size(); ++l) {
           auto& held = out.leaves[l].storages;
@@ -252,18 +279,15 @@ struct Compiler {
   }
 
   void build_nested(const MappingNode& node, Context ctx) {
-    const MappingNode* cont = continuation_of(node);
-    const std::int64_t inner = cont ? durations[cont] : 0;  // duration of what follows each point
-    const std::vector<std::int64_t> after = durations_after(node, inner, counts);
-    for (std::size_t k = 0; k < node.children.size(); ++k) {
-      const MappingNode& c = node.children[k];
+    for (const auto& c : node.children) {
+      const NodeFigures& f = figures(&c);
       if (c.kind == NodeKind::Storage)
-        if (int i = add_storage(c, ctx, after[k + 1]); i >= 0) ctx.storages.push_back(i);
+        if (int i = add_storage(c, ctx, f.duration); i >= 0) ctx.storages.push_back(i);
       if (!c.is_loop()) continue;
       ctx.loops.push_back(&c);
-      if (c.kind == NodeKind::Temporal) ctx.time_levels.push_back({counts[&c], after[k + 1], 0});
+      if (c.kind == NodeKind::Temporal) ctx.time_levels.push_back({f.iterations, f.iteration_duration, 0});
     }
-    if (cont) build(*cont, std::move(ctx));
+    if (const MappingNode* cont = continuation_of(node)) build(*cont, std::move(ctx));
   }
 
   // The temporal loops among `loops`, as ids that every node and leaf below one shares.
@@ -287,6 +311,11 @@ struct Compiler {
       out.memory_levels.push_back(node.component);
     out.storages.push_back(
         {node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where, ids_of(ctx.loops)});
+    for (const MappingNode* loop : ctx.loops)
+      if (loop->kind == NodeKind::Spatial) {
+        std::int64_t& n = out.storages.back().instances;
+        if (__builtin_mul_overflow(n, figures(loop).iterations, &n)) n = std::numeric_limits<std::int64_t>::max();
+      }
     return int(out.storages.size() - 1);
   }
 
@@ -320,7 +349,7 @@ struct Compiler {
       if (!dim) continue;
       auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == dim; });
       if (it == used.end()) it = used.insert(used.end(), {dim, 1});
-      const std::int64_t here = counts[loop], above = it->second;
+      const std::int64_t here = figures(loop).iterations, above = it->second;
       if (__builtin_mul_overflow(above, here, &it->second) || it->second > dim->fanout)
         throw SpecError(loop->where,
                         "the !Spatial loop over '" + loop->rank_variable + "' gives Einsum '" + einsum + "' " +
@@ -352,7 +381,7 @@ struct Compiler {
       level.variable = v == box.variables.end() ? -1 : int(v - box.variables.begin());
       level.spatial = loop->kind == NodeKind::Spatial;
       level.time_level = level.spatial ? -1 : time_level++;
-      level.count = counts[loop];
+      level.count = figures(loop).iterations;
       level.tile_shape = stride_of(*loop);
       level.initial_tile_shape = initial_of(*loop);
       leaf.loops.push_back(level);
@@ -433,9 +462,6 @@ struct Compiler {
       }
   }
 
-  struct Stretch {
-    std::int64_t lo, hi;  // [lo, hi)
-  };
   // The largest coordinate a chain of loops over one variable visits inside [lo, hi).
   static std::int64_t max_visited(const std::vector<const LoopLevel*>& chain, std::size_t k,
                                   std::int64_t lo, std::int64_t hi) {
@@ -446,12 +472,12 @@ struct Compiler {
     // Later tiles start later; the last two non-empty ones bound every other.
     // Tiles starting at or past `hi - lo` are empty; skip them in O(1), not one by one
     // (an inner loop under a far larger tile can have ~2^61 of them).
-    const std::int64_t last = std::min(l.count, tile_count(hi - lo, l)) - 1;
+    const std::int64_t last = tiling::tiles_within(hi - lo, l) - 1;
     int tried = 0;
     for (std::int64_t j = last; j >= 0 && tried < 2; --j) {
-      const Stretch sub = tiling::sub_tile(Stretch{lo, hi}, l, j);
-      if (sub.lo >= sub.hi) continue;
-      best = std::max(best, max_visited(chain, k + 1, sub.lo, sub.hi));
+      const Interval sub = tiling::sub_tile(Interval{lo, hi}, l, j);
+      if (sub.empty()) continue;
+      best = std::max(best, max_visited(chain, k + 1, sub.from, sub.to));
       ++tried;
     }
     return best;
@@ -479,19 +505,12 @@ struct Compiler {
                     const std::map<std::string, std::vector<std::int64_t>>& visited) {
     using Wide = __int128;
     const TensorAccess* naming = nullptr;
-    std::vector<Wide> nominal_hi, reached_hi;
+    std::vector<Wide> reached_hi;
     for (const auto& e : spec.workload.einsums) {
       for (const auto& a : e.accesses) {
         if (a.tensor != tensor.name) continue;
         if (!naming || (a.is_output && !naming->is_output)) naming = &a;
-        if (nominal_hi.empty()) {
-          nominal_hi.assign(a.ranks.size(), std::numeric_limits<std::int64_t>::max());
-          reached_hi.assign(a.ranks.size(), -1);
-        }
-        if (a.ranks.size() != nominal_hi.size())
-          throw SpecError(a.where, "tensor '" + tensor.name + "' has " +
-                                       std::to_string(a.ranks.size()) + " ranks here but " +
-                                       std::to_string(nominal_hi.size()) + " elsewhere");
+        reached_hi.resize(a.ranks.size(), -1);  // every access names the same ranks (the front end)
         const EinsumBox& box = box_of(e);
         auto seen = visited.find(e.name);
         for (std::size_t r = 0; r < a.ranks.size(); ++r) {
@@ -522,8 +541,7 @@ struct Compiler {
         }
       }
     }
-    nominal_hi = shapes::nominal_tops(spec.workload, tensor.name, nominal_hi.size(),
-                                      [&](const Einsum& e) -> const EinsumBox& { return box_of(e); });
+    const NominalTensor& nominal = table.workload.tensors[std::size_t(table.workload.tensor_index.find(tensor.name))];
     tensor.ranks = naming->ranks;
     if (tensor.ranks.size() > kMaxRanks)
       throw SpecError(naming->where, "tensor '" + tensor.name + "' has " +
@@ -532,8 +550,8 @@ struct Compiler {
                                          std::to_string(kMaxRanks));
     tensor.shape.clear();
     Wide size = 1;
-    for (std::size_t r = 0; r < nominal_hi.size(); ++r) {
-      const Wide top = std::max(nominal_hi[r], reached_hi[r]);
+    for (std::size_t r = 0; r < nominal.shape.size(); ++r) {
+      const Wide top = std::max(Wide(nominal.shape[r]) - 1, reached_hi[r]);
       if (top < 0)
         throw SpecError(naming->where, "tensor '" + tensor.name + "' is empty along rank '" +
                                            tensor.ranks[r] + "'");
@@ -554,9 +572,11 @@ struct Compiler {
 
 namespace {
 
-// `table`, when given, keeps the per-node figures (and gets the unreachable ones too).
-Schedule compile(const Spec& spec, LoopTreeTable* table) {
-  Compiler c{spec, {}, {}, {}, {}, table != nullptr};
+// The workload first (as describe without a mapping), then the LoopTree.
+Schedule compile(const Spec& spec, LoopTreeTable& table) {
+  table.workload = compile_workload(spec.workload);
+  table.nodes.clear();
+  Compiler c{spec, table, {}, {}};
   for (const auto& e : spec.workload.einsums) {
     c.out.einsum_index.emplace(e.name, int(c.out.einsums.size()));
     c.out.einsums.push_back(e.name);
@@ -574,17 +594,34 @@ Schedule compile(const Spec& spec, LoopTreeTable* table) {
   }
   c.compute_shapes();
   c.check_element_arithmetic();
-  if (table) {
-    table->iterations = std::move(c.counts);
-    table->durations = std::move(c.durations);
-  }
   return std::move(c.out);
 }
 
 }  // namespace
 
-Schedule compile_schedule(const Spec& spec) { return compile(spec, nullptr); }
-Schedule compile_schedule(const Spec& spec, LoopTreeTable& table) { return compile(spec, &table); }
+WorkloadTable compile_workload(const Workload& w) {
+  WorkloadTable t;
+  for (const auto& e : w.einsums) t.boxes.push_back(einsum_box(w, e));
+  auto box_of = [&](const Einsum& e) -> const EinsumBox& { return t.boxes[std::size_t(&e - w.einsums.data())]; };
+  for (const auto& e : w.einsums)
+    for (const auto& a : e.accesses) {
+      if (t.tensor_index.find(a.tensor) >= 0) continue;
+      NominalTensor n{a.tensor, a.ranks, {}};
+      for (const shapes::Wide hi : shapes::nominal_tops(w, a.tensor, a.ranks.size(), box_of)) {
+        if (hi + 1 > kMax) throw SpecError(a.where, "tensor '" + a.tensor + "' is larger than 2^63 along a rank");
+        n.shape.push_back(std::max<std::int64_t>(0, std::int64_t(hi + 1)));
+      }
+      t.tensor_index.emplace(a.tensor, int(t.tensors.size()));
+      t.tensors.push_back(std::move(n));
+    }
+  return t;
+}
+
+Schedule compile_schedule(const Spec& spec) {
+  LoopTreeTable table;  // every subcommand compiles the same way: one set of checks
+  return compile(spec, table);
+}
+Schedule compile_schedule(const Spec& spec, LoopTreeTable& table) { return compile(spec, table); }
 
 void check_spatial_instances(const Schedule& s, std::int64_t max_tile_points,
                              const std::vector<std::string>& einsums) {

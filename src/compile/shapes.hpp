@@ -1,4 +1,4 @@
-// Nominal tensor shapes (SEMANTICS "Accesses"), for the compiler and describe: along
+// Nominal tensor shapes (SEMANTICS "Accesses"), for the compiler (compile_workload): along
 // each rank, the image of the writers' boxes intersected (the readers' if no Einsum
 // writes the tensor), from 0 to the image's top. Internal (not installed).
 #pragma once

@@ -10,12 +10,37 @@
 
 namespace looptrace::front_end {
 
+namespace {
+
+// A size that names tensor sets, evaluated for each Einsum as AccelForge does. One that
+// fails (AccelForge evaluates the arch only when it models a mapping) stays
+// unevaluated, with the reason.
+void per_einsum_sizes(const Reader& in, const SpecNode& size, const SpecNode* variables, const Workload& workload,
+                      ArchMemory& m) {
+  const RankSizes numbers(in, nullptr, nullptr, variables);
+  for (const Einsum& e : workload.einsums) {
+    try {
+      const EinsumSymbols symbols(workload, e, [&](std::string_view n) { return numbers.lookup(n); });
+      const EinsumSymbols::Number n = symbols.evaluate_number(size.text);
+      m.per_einsum.push_back({e.name, n.value, n.bits_of});
+    } catch (const SetExpressionError& x) {
+      m.per_einsum.clear();
+      m.unevaluated = "in Einsum '" + e.name + "': " + x.what() +
+                      (x.accelforge_error ? " (AccelForge fails on it too)" : " (looptrace cannot evaluate it)");
+      return;
+    }
+  }
+  if (workload.einsums.empty()) m.unevaluated = "the workload has no Einsum";
+}
+
+}  // namespace
+
 // The `!Memory` nodes of the arch, wherever they nest, with their sizes in bits.
-void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables,
+void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables, const Workload& workload,
                    std::map<std::string, ArchMemory>& out, int depth) {
   if (depth > 100) return;
   if (node.is_sequence())
-    for (const auto& item : node.items) read_memories(in, *item, variables, out, depth + 1);
+    for (const auto& item : node.items) read_memories(in, *item, variables, workload, out, depth + 1);
   if (!node.is_map()) return;
   const SpecNode* name = node.find("name");
   const SpecNode* size = node.find("size");
@@ -32,7 +57,9 @@ void read_memories(const Reader& in, const SpecNode& node, const SpecNode* varia
         const JinjaValue v = RankSizes(in, nullptr, nullptr, variables).value(*size, "size of '" + name->text + "'");
         if (v.is_int()) m.size_bits = double(v.as_int());
         else if (v.is_float()) m.size_bits = v.as_float();
+        else m.unevaluated = "it is " + v.type_name() + ", not a number";
       } catch (const SpecError&) {
+        per_einsum_sizes(in, *size, variables, workload, m);
       }
     }
     if (const SpecNode* extra = node.find("extra_attributes_for_component_model"); extra && extra->is_map())
@@ -42,7 +69,7 @@ void read_memories(const Reader& in, const SpecNode& node, const SpecNode* varia
         m.banks = std::stoll(n->text);
     out.emplace(name->text, std::move(m));
   }
-  for (const auto& [k, v] : node.entries) read_memories(in, *v, variables, out, depth + 1);
+  for (const auto& [k, v] : node.entries) read_memories(in, *v, variables, workload, out, depth + 1);
 }
 
 namespace {

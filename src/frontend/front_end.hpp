@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -17,6 +20,7 @@
 #include "jinja_internal.hpp"
 #include "looptrace/frontend/load.hpp"
 #include "spec_node.hpp"
+#include "support/text.hpp"
 
 namespace looptrace::front_end {
 
@@ -24,12 +28,6 @@ using jinja::did_you_mean;
 
 // Mapping nodes read (aliases can repeat a subtree many times over).
 constexpr std::size_t kMaxMappingNodes = 100'000;
-
-inline std::string join(const std::vector<std::string>& words, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
 
 inline void warn(Spec& spec, SourceLocation where, std::string message) {
   SpecWarning w;
@@ -269,6 +267,52 @@ class RankSizes {
   mutable std::vector<std::string> busy_;
 };
 
+// ---------------------------------------------------------------- tensor sets
+
+// AccelForge's renames: an Einsum's own (`renames: {input: Q}` or a list of {name,
+// source, expected_count}) and the spec's defaults (`renames: {einsums: [{name:
+// default, tensor_accesses: [...]}]}`).
+std::vector<TensorRename> read_rename_list(const Reader& in, const SpecNode& node, const std::string& what);
+std::vector<TensorRename> read_default_renames(const Reader& in, const SpecNode& node);
+
+struct SetExpressionError : std::runtime_error {
+  SetExpressionError(const std::string& what, bool accelforge_error)
+      : std::runtime_error(what), accelforge_error(accelforge_error) {}
+  bool accelforge_error;  // AccelForge fails on it too; else looptrace cannot evaluate it
+};
+
+struct SetValue;  // a number or a set of tensors (tensor_sets.cpp)
+
+// The symbols AccelForge evaluates the arch with for one Einsum: its tensor sets (All,
+// Inputs, Outputs, Intermediates, Shared, each tensor), its renames and defaults, then
+// `numbers` (the spec's variables). A one-tensor symbol has `.bits_per_value`.
+class EinsumSymbols {
+ public:
+  using NumberLookup = std::function<std::optional<JinjaValue>(std::string_view)>;
+  EinsumSymbols(const Workload& w, const Einsum& e, NumberLookup numbers);
+  ~EinsumSymbols();
+
+  struct Number {
+    double value = 0;
+    std::vector<std::string> bits_of;  // the tensors whose bits_per_value it read
+  };
+  // Throws SetExpressionError.
+  Number evaluate_number(const std::string& text) const;
+
+ private:
+  struct Symbol {
+    std::shared_ptr<const SetValue> value;  // null: its rename failed
+    std::string failure;
+    bool accelforge_error = false;
+  };
+  SetValue symbol(const std::string& name) const;
+  SetValue run(const std::string& text, std::vector<std::string>& bits_of) const;
+
+  NumberLookup numbers_;
+  std::map<std::string, Symbol> symbols_;
+  std::map<std::string, std::optional<std::int64_t>> bits_;
+};
+
 // ---------------------------------------------------------------- the front ends
 
 // The `workload:` key: Einsums, their tensor accesses, rank sizes, bits_per_value.
@@ -278,7 +322,8 @@ Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* v
 Mapping read_mapping(const Reader& in, const SpecNode& node);
 
 // The `arch:` key: what the schedule keeps (memory sizes) ...
-void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables,
+// (a size that needs AccelForge's context evaluated for each Einsum of `workload`) ...
+void read_memories(const Reader& in, const SpecNode& node, const SpecNode* variables, const Workload& workload,
                    std::map<std::string, ArchMemory>& out, int depth);
 // ... the names a mapping may use (errors at the mapping node) ...
 void check_mapping_against_arch(const SpecNode& arch_node, const Mapping& mapping);

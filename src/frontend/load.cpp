@@ -509,9 +509,11 @@ Spec load(const std::vector<Source>& sources, const Defines& defines, const Load
   if (workload == top.end()) throw SpecError("no 'workload:' in the spec files " + files_read());
   const SpecNode* variables_node = top.count("variables") ? top.at("variables").value.get() : nullptr;
   spec.workload = read_workload(in, *workload->second.value, variables_node);
+  if (auto renames = top.find("renames"); renames != top.end())
+    spec.workload.default_renames = read_default_renames(in, *renames->second.value);
   spec.warnings.insert(spec.warnings.end(), in.warnings.begin(), in.warnings.end());
   if (auto arch = top.find("arch"); arch != top.end()) {
-    read_memories(in, *arch->second.value, variables_node, spec.memories, 0);
+    read_memories(in, *arch->second.value, variables_node, spec.workload, spec.memories, 0);
     spec.fanouts = read_fanouts(in, *arch->second.value, variables_node);
   }
   auto mapping = top.find("mapping");

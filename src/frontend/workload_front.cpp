@@ -1,6 +1,7 @@
 // The workload front end: AccelForge's `workload:` (Einsums as strings or mappings,
 // rank sizes, bits_per_value) read into a Workload.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -16,6 +17,22 @@ namespace {
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), ::toupper);
   return s;
+}
+
+// `text` with every whole-word `word` replaced by `by`.
+std::string replace_word(const std::string& text, const std::string& word, const std::string& by) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, word.size(), word) == 0 && (i == 0 || !ident(text[i - 1])) &&
+        (i + word.size() == text.size() || !ident(text[i + word.size()]))) {
+      out += by;
+      i += word.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
 }
 
 void add_rank_variables(Einsum& einsum) {
@@ -125,8 +142,8 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
     add_rank_variables(e);
     return e;
   }
-  in.check_keys(node, "an Einsum", {"name", "tensor_accesses", "einsum", "iteration_space_shape", "rank_sizes"},
-                {"is_copy_operation", "renames", "n_instances"});
+  in.check_keys(node, "an Einsum", {"name", "tensor_accesses", "einsum", "iteration_space_shape", "rank_sizes", "renames"},
+                {"is_copy_operation", "n_instances"});
   Einsum einsum;
   const SpecNode* accesses = node.find("tensor_accesses");
   if (const SpecNode* concise = node.find("einsum")) {
@@ -149,6 +166,8 @@ Einsum read_einsum(const Reader& in, const SpecNode& node, const RankSizes& work
   if (const SpecNode* shape = node.find("iteration_space_shape"))
     einsum.constraints = read_constraints(in, *shape, "constraint");
   if (const SpecNode* sizes = node.find("rank_sizes")) einsum.rank_sizes = RankSizes(in, sizes, &workload_sizes, variables).all();
+  if (const SpecNode* renames = node.find("renames"))
+    einsum.renames = read_rename_list(in, *renames, "renames of Einsum '" + einsum.name + "'");
   add_rank_variables(einsum);
   return einsum;
 }
@@ -222,6 +241,44 @@ void read_einsum_list(const Reader& in, const SpecNode& list, Workload& w, const
   }
 }
 
+// Every access of a tensor names the same ranks, in the same order (AccelForge's
+// Workload._validate): the workload model holds this for every later step.
+void check_tensor_ranks(const Workload& w) {
+  std::map<std::string, std::pair<const TensorAccess*, const Einsum*>> first;  // tensor -> its first access
+  for (const auto& e : w.einsums)
+    for (const auto& a : e.accesses) {
+      auto [it, fresh] = first.emplace(a.tensor, std::make_pair(&a, &e));
+      if (!fresh && it->second.first->ranks != a.ranks)
+        throw SpecError(a.where, "tensor '" + a.tensor + "' has ranks [" + join(a.ranks) + "] in Einsum '" + e.name +
+                                     "' but [" + join(it->second.first->ranks) + "] in Einsum '" +
+                                     it->second.second->name + "'; every access of a tensor names the same ranks");
+    }
+}
+
+// AccelForge hands iteration_space_shape to ISL as written, where a rank size's name
+// is no variable: "Error creating isl.Set". A constraint naming one fails here too,
+// with the number to write instead.
+void check_no_rank_size_names(const Workload& w) {
+  std::set<std::string> rank_variables;
+  for (const Einsum& e : w.einsums) rank_variables.insert(e.rank_variables.begin(), e.rank_variables.end());
+  auto check = [&](const Constraint& c, const std::map<std::string, std::int64_t>& own, const std::string& of) {
+    for (const AffineExpr& b : c.bounds)
+      for (const auto& [name, coef] : b.terms) {
+        if (rank_variables.count(name)) continue;
+        auto size = own.find(name);
+        if (size == own.end() && (size = w.rank_sizes.find(name)) == w.rank_sizes.end()) continue;
+        const std::string value = std::to_string(size->second);
+        throw SpecError(c.where, "constraint '" + c.text + "'" + of + " names the rank size '" + name +
+                                     "': AccelForge gives iteration_space_shape to ISL as written and fails on it "
+                                     "(\"Error creating isl.Set\"); write its value, " + value + ", instead ('" +
+                                     replace_word(c.text, name, value) + "')");
+      }
+  };
+  for (const Constraint& c : w.constraints) check(c, {}, "");
+  for (const Einsum& e : w.einsums)
+    for (const Constraint& c : e.constraints) check(c, e.rank_sizes, " of Einsum '" + e.name + "'");
+}
+
 }  // namespace
 
 Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* variables) {
@@ -252,6 +309,8 @@ Workload read_workload(const Reader& in, const SpecNode& node, const SpecNode* v
   if (!einsums) in.fail(node, "the workload needs 'einsums'");
   in.expect_list(*einsums, "einsums");
   read_einsum_list(in, *einsums, w, sizes, variables, 0);
+  check_tensor_ranks(w);
+  check_no_rank_size_names(w);
   if (const SpecNode* bits = node.find("bits_per_value"); bits && bits->is_map())
     warn_unknown_bits_keys(in, *bits, w);
   return w;

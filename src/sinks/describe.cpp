@@ -3,46 +3,22 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <limits>
-#include <map>
 
 #include "looptrace/compile/schedule.hpp"
 #include "compile/compile.hpp"
-#include "compile/looptree.hpp"
-#include "compile/shapes.hpp"
+#include "support/text.hpp"
 
 namespace looptrace {
 
 namespace {
 
-using shapes::Wide;
-
-using namespace looptree;
-
-// Formats the compiler's per-node figures (LoopTreeTable) as the tree of DescribedNodes.
+// The compiler's table (LoopTreeTable) as the tree of DescribedNodes: the names come
+// from the mapping, every figure from the table.
 class TreeDescriber {
  public:
   explicit TreeDescriber(const LoopTreeTable& table) : table_(table) {}
 
-  DescribedNode describe(const MappingNode& node) {
-    DescribedNode out = base(node);
-    switch (node.kind) {
-      case NodeKind::Compute: out.duration = 1; break;
-      case NodeKind::Nested: describe_nested(node, out); break;
-      case NodeKind::Sequential:
-      case NodeKind::Pipeline:
-      case NodeKind::Parallel:
-        out.duration = table_.durations.at(&node);
-        // Children in order; a Storage directly under a split spans the split.
-        for (const auto& c : node.children) out.children.push_back(is_branch(c) ? describe(c) : leaf(c, out.duration));
-        break;
-      default: break;
-    }
-    return out;
-  }
-
- private:
-  static DescribedNode base(const MappingNode& node) {
+  DescribedNode describe(const MappingNode& node) const {
     DescribedNode out;
     out.kind = node.kind;
     out.tag = node.tag;
@@ -55,49 +31,22 @@ class TreeDescriber {
     if (node.kind == NodeKind::Compute) out.einsum = node.einsum;
     if (node.is_loop()) {
       out.rank_variable = node.rank_variable;
-      out.tile_shape = node.tile_shape;
-      out.initial_tile_shape = node.initial_tile_shape.value_or(node.tile_shape);
       out.name = node.name;
     }
+    const NodeFigures& f = table_.nodes.at(&node);
+    out.duration = f.duration;
+    out.iterations = f.iterations;
+    out.iteration_duration = f.iteration_duration;
+    out.tile_shape = f.tile_shape;
+    out.initial_tile_shape = f.initial_tile_shape;
+    if (node.kind == NodeKind::Nested || node.is_split())
+      for (const auto& c : node.children) out.children.push_back(describe(c));
     return out;
   }
 
-  // A Storage (or ignored node) lasting `duration`.
-  static DescribedNode leaf(const MappingNode& node, std::int64_t duration) {
-    DescribedNode out = base(node);
-    if (node.kind == NodeKind::Storage) out.duration = duration;
-    return out;
-  }
-
-  void describe_nested(const MappingNode& node, DescribedNode& out) {
-    const MappingNode* cont = continuation_of(node);
-    const std::vector<std::int64_t> after =
-        durations_after(node, cont ? table_.durations.at(cont) : 0, table_.iterations);
-    out.duration = after[0];
-    for (std::size_t k = 0; k < node.children.size(); ++k) {
-      const MappingNode& c = node.children[k];
-      if (c.is_loop()) {
-        DescribedNode loop = base(c);
-        loop.iterations = table_.iterations.at(&c);
-        loop.iteration_duration = after[k + 1];
-        loop.duration = c.kind == NodeKind::Temporal ? after[k] : after[k + 1];
-        out.children.push_back(std::move(loop));
-      } else if (is_branch(c)) {  // the continuation, or after it: never reached
-        out.children.push_back(describe(c));
-      } else {
-        out.children.push_back(leaf(c, after[k + 1]));
-      }
-    }
-  }
-
+ private:
   const LoopTreeTable& table_;
 };
-
-std::string join(const std::vector<std::string>& words, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
 
 nlohmann::ordered_json node_json(const DescribedNode& n) {
   nlohmann::ordered_json j;
@@ -193,53 +142,20 @@ void node_text(const DescribedNode& n, int depth, std::string& out) {
 
 SpecDescription describe_spec(const Spec& spec) {
   SpecDescription d;
-  // Every access of a tensor names the same ranks (AccelForge's Workload._validate).
-  std::map<std::string, std::pair<const TensorAccess*, const Einsum*>> first;
-  for (const auto& e : spec.workload.einsums)
-    for (const auto& a : e.accesses) {
-      auto [it, fresh] = first.emplace(a.tensor, std::make_pair(&a, &e));
-      if (!fresh && it->second.first->ranks != a.ranks)
-        throw SpecError(a.where, "tensor '" + a.tensor + "' has ranks [" + join(a.ranks) + "] in Einsum '" + e.name +
-                                     "' but [" + join(it->second.first->ranks) + "] in Einsum '" +
-                                     it->second.second->name + "'; every access of a tensor names the same ranks");
-    }
-
-  std::map<std::string, EinsumBox> boxes;
-  for (const auto& e : spec.workload.einsums) {
-    const EinsumBox& box = boxes.emplace(e.name, einsum_box(spec.workload, e)).first->second;
+  LoopTreeTable table;
+  if (spec.has_mapping) d.n_timesteps = compile_schedule(spec, table).n_timesteps;
+  else table.workload = compile_workload(spec.workload);
+  for (std::size_t i = 0; i < spec.workload.einsums.size(); ++i) {
+    const Einsum& e = spec.workload.einsums[i];
+    const EinsumBox& box = table.workload.boxes[i];
     DescribedEinsum de;
     de.name = e.name;
-    for (std::size_t i = 0; i < box.variables.size(); ++i) de.rank_variables.emplace_back(box.variables[i], box.extent[i]);
+    for (std::size_t v = 0; v < box.variables.size(); ++v) de.rank_variables.emplace_back(box.variables[v], box.extent[v]);
     for (const auto& a : e.accesses) de.tensors.emplace_back(a.tensor, a.is_output);
     d.einsums.push_back(std::move(de));
   }
-
-  // Nominal shapes: the image of the writers' boxes, intersected (the readers' if no
-  // Einsum writes the tensor); each rank runs from 0 to the image's top.
-  for (const auto& e : spec.workload.einsums)
-    for (const auto& a : e.accesses) {
-      if (std::any_of(d.tensors.begin(), d.tensors.end(), [&](const DescribedTensor& t) { return t.name == a.tensor; }))
-        continue;
-      DescribedTensor t;
-      t.name = a.tensor;
-      t.ranks = a.ranks;
-      const std::vector<Wide> top = shapes::nominal_tops(spec.workload, a.tensor, a.ranks.size(),
-                                                         [&](const Einsum& e2) -> const EinsumBox& { return boxes.at(e2.name); });
-      for (const Wide hi : top) {
-        if (hi + 1 > std::numeric_limits<std::int64_t>::max())
-          throw SpecError(a.where, "tensor '" + a.tensor + "' is larger than 2^63 along a rank");
-        t.shape.push_back(std::max<std::int64_t>(0, std::int64_t(hi + 1)));
-      }
-      d.tensors.push_back(std::move(t));
-    }
-
-  if (spec.has_mapping) {
-    // What tracing checks, checked here too; the engine's count of timesteps.
-    LoopTreeTable table;
-    const Schedule schedule = compile_schedule(spec, table);
-    d.mapping = TreeDescriber(table).describe(spec.mapping.root);
-    d.n_timesteps = schedule.n_timesteps;
-  }
+  for (const NominalTensor& t : table.workload.tensors) d.tensors.push_back({t.name, t.ranks, t.shape});
+  if (spec.has_mapping) d.mapping = TreeDescriber(table).describe(spec.mapping.root);
   return d;
 }
 

@@ -18,22 +18,54 @@ json peak_json(const FootprintPeak& p, const char* unit) {
   return out;
 }
 
+// A peak in bytes against `instances` of a size in bits: {"instances", "total_bits",
+// "peak_bits", "fits", "over_by_bits"}.
+void fit_json(json& out, const std::optional<FootprintPeak>& peak_bytes, double size_bits, std::int64_t instances) {
+  if (instances > 1) {
+    out["instances"] = instances;
+    size_bits *= double(instances);
+    out["total_bits"] = std::isinf(size_bits) ? json("inf") : json(size_bits);
+  }
+  if (!peak_bytes) {
+    out["fits"] = nullptr;  // no byte sizes to compare
+    return;
+  }
+  const double peak_bits = double(peak_bytes->value) * 8;
+  out["peak_bits"] = peak_bits;
+  out["fits"] = peak_bits <= size_bits;
+  if (peak_bits > size_bits) out["over_by_bits"] = peak_bits - size_bits;
+}
+
 json capacity_json(const LevelMovement& l) {
   json out;
   if (l.capacity_unevaluated) {
     out["size"] = *l.capacity_unevaluated;
     out["evaluated"] = false;
+    if (!l.capacity_unevaluated_reason.empty()) out["reason"] = l.capacity_unevaluated_reason;
+    return out;
+  }
+  if (!l.capacity_bits) {  // a size per Einsum
+    json per = json::array();
+    for (const EinsumCapacity& c : l.einsum_capacities) {
+      json e;
+      e["einsum"] = c.einsum;
+      e["size_bits"] = c.size_bits;
+      e["bits_of"] = c.bits_of;
+      e["peak_footprint"] = peak_json(c.peak_footprint, "elements");
+      if (c.peak_footprint_bytes) e["peak_footprint_bytes"] = peak_json(*c.peak_footprint_bytes, "bytes");
+      fit_json(e, c.peak_footprint_bytes, c.size_bits, c.instances);
+      per.push_back(e);
+    }
+    json fits = true;
+    for (const json& e : per)
+      if (e["fits"].is_null()) fits = nullptr;
+      else if (!e["fits"].get<bool>() && !fits.is_null()) fits = false;
+    out["per_einsum"] = per;
+    out["fits"] = fits;
     return out;
   }
   out["size_bits"] = std::isinf(*l.capacity_bits) ? json("inf") : json(*l.capacity_bits);
-  if (!l.peak_footprint_bytes) {
-    out["fits"] = nullptr;  // no byte sizes to compare
-    return out;
-  }
-  const double peak_bits = double(l.peak_footprint_bytes->value) * 8;
-  out["peak_bits"] = peak_bits;
-  out["fits"] = peak_bits <= *l.capacity_bits;
-  if (peak_bits > *l.capacity_bits) out["over_by_bits"] = peak_bits - *l.capacity_bits;
+  fit_json(out, l.peak_footprint_bytes, *l.capacity_bits, l.instances);
   return out;
 }
 
@@ -78,7 +110,7 @@ json movement_json(const MovementReport& r) {
     level["level"] = l.level;
     level["peak_footprint"] = peak_json(l.peak_footprint, "elements");
     if (l.peak_footprint_bytes) level["peak_footprint_bytes"] = peak_json(*l.peak_footprint_bytes, "bytes");
-    if (l.capacity_bits || l.capacity_unevaluated) level["capacity"] = capacity_json(l);
+    if (l.capacity_bits || l.capacity_unevaluated || !l.einsum_capacities.empty()) level["capacity"] = capacity_json(l);
     json tensors = json::array();
     for (const auto& t : l.tensors) {
       json tj;
@@ -118,6 +150,30 @@ std::string bits_text(double bits) {
     if (std::fmod(bits, 8) == 0) out << " (" << static_cast<long long>(bits / 8) << " bytes)";
   } else {
     out << bits << " bits";
+  }
+  return out.str();
+}
+// "fits", or "does NOT fit (over by 8 bits (1 bytes))".
+std::string fit_text(double peak_bits, double size_bits) {
+  if (peak_bits <= size_bits) return "fits";
+  return "does NOT fit (over by " + bits_text(peak_bits - size_bits) + ")";
+}
+
+// "  Q: 8 bits (1 bytes), WQ's bits_per_value; peak 1 bytes at t=0: fits", a line each.
+std::string einsum_capacities_text(const LevelMovement& l) {
+  std::ostringstream out;
+  for (const EinsumCapacity& c : l.einsum_capacities) {
+    out << "  " << c.einsum << ": " << bits_text(c.size_bits);
+    std::vector<std::string> from;
+    for (const std::string& t : c.bits_of) from.push_back(t + "'s bits_per_value");
+    for (std::size_t i = 0; i < from.size(); ++i) out << (i ? ", " : ", from ") << from[i];
+    if (!c.peak_footprint_bytes) {
+      out << "; peak " << c.peak_footprint.value << " elements (no bits_per_value to compare)\n";
+      continue;
+    }
+    if (c.instances > 1) out << " x " << c.instances << " instances";
+    out << "; peak " << c.peak_footprint_bytes->value << " bytes at t=" << c.peak_footprint_bytes->timestep << ": "
+        << fit_text(double(c.peak_footprint_bytes->value) * 8, c.size_bits * double(c.instances)) << "\n";
   }
   return out.str();
 }
@@ -186,14 +242,18 @@ std::string movement_text(const MovementReport& r) {
     if (l.peak_footprint_bytes)
       out << "; " << l.peak_footprint_bytes->value << " bytes at t=" << l.peak_footprint_bytes->timestep;
     if (l.capacity_unevaluated) {
-      out << "; size '" << *l.capacity_unevaluated << "' needs AccelForge's context (not evaluated)";
+      out << "; size '" << *l.capacity_unevaluated << "' not evaluated";
+      if (!l.capacity_unevaluated_reason.empty()) out << " (" << l.capacity_unevaluated_reason << ")";
+    } else if (!l.einsum_capacities.empty()) {
+      out << "; its size per Einsum:\n" << einsum_capacities_text(l);
+      continue;
     } else if (l.capacity_bits) {
       if (std::isinf(*l.capacity_bits)) out << "; unbounded size";
       else if (!l.peak_footprint_bytes) out << "; size " << bits_text(*l.capacity_bits) << " (no bits_per_value to compare)";
       else {
-        const double bits = double(l.peak_footprint_bytes->value) * 8;
-        out << "; size " << bits_text(*l.capacity_bits) << ": " << (bits <= *l.capacity_bits ? "fits" : "does NOT fit");
-        if (bits > *l.capacity_bits) out << " (over by " << bits_text(bits - *l.capacity_bits) << ")";
+        out << "; size " << bits_text(*l.capacity_bits);
+        if (l.instances > 1) out << " x " << l.instances << " instances";
+        out << ": " << fit_text(double(l.peak_footprint_bytes->value) * 8, *l.capacity_bits * double(l.instances));
       }
     }
     out << "\n";

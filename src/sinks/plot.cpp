@@ -9,11 +9,13 @@
 #include "looptrace/support/error.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/sinks/timeline.hpp"
+#include "looptrace/stages/layout.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"
 #include "closed_form/movement_boxes.hpp"
-#include "compile/window_clip.hpp"
+#include "looptrace/compile/window_walk.hpp"
+#include "support/text.hpp"
 
 namespace looptrace {
 
@@ -81,12 +83,6 @@ std::string einsum_color(std::size_t einsum) {
 // A raster cell that more than one colour touched (Einsums, or reads and writes).
 constexpr std::uint16_t kMixedColor = 0xFFFE;
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // A rank's coordinate from the flattened element, the element itself, or (a layout)
 // the address of its first byte or that address's bank.
 struct YMap {
@@ -125,10 +121,7 @@ struct OpenTile {
 
 std::vector<Interval> runs_of(const std::vector<std::int64_t>& sorted_keys) {
   std::vector<Interval> runs;
-  for (std::int64_t k : sorted_keys) {
-    if (!runs.empty() && runs.back().hi == k) ++runs.back().hi;
-    else runs.push_back({k, k + 1});
-  }
+  for (std::int64_t k : sorted_keys) append_merged(runs, Interval::point(k));
   return runs;
 }
 
@@ -399,12 +392,9 @@ class PlotBuilder {
         },
         [&](std::size_t p, std::int64_t first, std::int64_t last) {
           std::vector<Interval>& r = runs[p];
-          std::sort(r.begin(), r.end(), [](const Interval& x, const Interval& y) { return x.lo < y.lo; });
+          std::sort(r.begin(), r.end(), [](const Interval& x, const Interval& y) { return x.from < y.from; });
           std::vector<Interval> merged;
-          for (const Interval& i : r) {
-            if (!merged.empty() && i.lo <= merged.back().hi) merged.back().hi = std::max(merged.back().hi, i.hi);
-            else merged.push_back(i);
-          }
+          for (const Interval& i : r) append_merged(merged, i);
           data_.panels[p].blocks.push_back({first, last + 1, std::move(merged)});
           r.clear();
         });
@@ -424,22 +414,22 @@ class PlotBuilder {
       if (r.empty()) return true;
     const PlotPanel& panel = data_.panels[p];
     if (panel.rank >= 0) {
-      out.push_back({box[std::size_t(panel.rank)].lo, box[std::size_t(panel.rank)].hi});
+      out.push_back({box[std::size_t(panel.rank)].from, box[std::size_t(panel.rank)].to});
       return --budget >= 0;
     }
     const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.traces[trace].tensor_index)];
     const std::size_t n = box.size();
     boost::container::small_vector<std::int64_t, 8> at(n);
-    for (std::size_t k = 0; k < n; ++k) at[k] = box[k].lo;
+    for (std::size_t k = 0; k < n; ++k) at[k] = box[k].from;
     for (;;) {
       std::int64_t base = 0;
       for (std::size_t k = 0; k + 1 < n; ++k) base += at[k] * info.strides[k];
-      const Interval run{base + box[n - 1].lo, base + box[n - 1].hi};
-      if (!out.empty() && out.back().hi == run.lo) out.back().hi = run.hi;
+      const Interval run{base + box[n - 1].from, base + box[n - 1].to};
+      if (!out.empty() && out.back().to == run.from) out.back().to = run.to;
       else if (--budget < 0) return false;
       else out.push_back(run);
       std::size_t k = n - 1;  // the odometer over the outer ranks
-      while (k > 0 && ++at[k - 1] == box[k - 1].hi) at[k - 1] = box[k - 1].lo, --k;
+      while (k > 0 && ++at[k - 1] == box[k - 1].to) at[k - 1] = box[k - 1].from, --k;
       if (k == 0) return true;
     }
   }
@@ -473,11 +463,8 @@ class PlotBuilder {
           for (const LeafTensor& lt : leaf.tensors)
             if (holder[std::size_t(lt.trace)] == int(s)) parts.push_back({&leaf, &lt});
         if (parts.empty()) continue;
-        if (!window_clip::any(node.duration, data_.window)) continue;
-        TimeOdometer starts = node.starts();
-        window_clip::seek_first(starts, node.duration, data_.window);
-        for (; window_clip::seen(starts, data_.window); starts.advance()) {
-          const TimeRange clip = window_clip::clipped(starts.time(), node.duration, data_.window);
+        for (WindowWalk walk(node.starts(), node.duration, data_.window); !walk.done(); walk.advance()) {
+          const TimeRange clip = walk.window();
           std::vector<std::int64_t> first(data_.panels.size(), -1), last(data_.panels.size(), -1);
           for (const auto& [leaf, lt] : parts) {
             if (--budget < 0) return false;
@@ -529,9 +516,9 @@ class PlotBuilder {
                       std::int64_t& lo, std::int64_t& hi) {
     lo = 0, hi = 0;
     if (panel.rank >= 0) {
-      lo = box[std::size_t(panel.rank)].lo, hi = box[std::size_t(panel.rank)].hi - 1;
+      lo = box[std::size_t(panel.rank)].from, hi = box[std::size_t(panel.rank)].to - 1;
     } else {
-      for (std::size_t k = 0; k < box.size(); ++k) lo += box[k].lo * info.strides[k], hi += (box[k].hi - 1) * info.strides[k];
+      for (std::size_t k = 0; k < box.size(); ++k) lo += box[k].from * info.strides[k], hi += (box[k].to - 1) * info.strides[k];
     }
     lo = std::max(lo, panel.y_first) - panel.y_first;
     hi = std::min(hi, panel.y_first + panel.y_size - 1) - panel.y_first;
@@ -550,8 +537,7 @@ class PlotBuilder {
                                   std::int64_t a, std::int64_t b) {
     using Wide = __int128;
     if (panel.rank >= 0) {  // y is one rank's coordinate: the other ranks multiply
-      const auto& r = box[std::size_t(panel.rank)];
-      Wide n = std::max<std::int64_t>(0, std::min(b, r.hi) - std::max(a, r.lo));
+      Wide n = intersect(box[std::size_t(panel.rank)], Interval{a, b}).size();
       for (std::size_t k = 0; k < box.size(); ++k)
         if (int(k) != panel.rank) n *= box[k].size();
       return std::int64_t(std::min<Wide>(n, std::numeric_limits<std::int64_t>::max()));
@@ -570,8 +556,8 @@ class PlotBuilder {
       for (std::size_t k = 0; k < box.size(); ++k) {
         const auto& r = box[k];
         inner /= r.size();
-        n += Wide(std::clamp(digit[k], r.lo, r.hi) - r.lo) * inner;
-        if (digit[k] < r.lo || digit[k] >= r.hi) break;
+        n += Wide(std::clamp(digit[k], r.from, r.to) - r.from) * inner;
+        if (digit[k] < r.from || digit[k] >= r.to) break;
       }
       return n;
     };
@@ -728,7 +714,7 @@ class PlotBuilder {
       std::sort(panel.blocks.begin(), panel.blocks.end(), [](const PlotBlock& a, const PlotBlock& b) {
         return std::tie(a.from, a.to) < std::tie(b.from, b.to) ||
                (std::tie(a.from, a.to) == std::tie(b.from, b.to) && !a.runs.empty() && !b.runs.empty() &&
-                a.runs.front().lo < b.runs.front().lo);
+                a.runs.front().from < b.runs.front().from);
       });
     std::map<std::uint32_t, std::uint32_t> used;
     for (auto& panel : data_.panels) {

@@ -369,8 +369,8 @@ class SvgPicture {
       out_ += "<g class=\"tile\" data-from=\"" + std::to_string(b.from) + "\" data-to=\"" +
               std::to_string(b.to) + "\"><path d=\"";
       for (const auto& run : b.runs)
-        box(out_, x_of(double(b.from)), y_of(p, top, double(run.hi)), x_of(double(b.to)),
-            y_of(p, top, double(run.lo)));
+        box(out_, x_of(double(b.from)), y_of(p, top, double(run.to)), x_of(double(b.to)),
+            y_of(p, top, double(run.from)));
       out_ += "\"/></g>\n";
     }
     out_ += "</g>\n";

@@ -6,23 +6,6 @@
 
 namespace looptrace {
 
-namespace {
-
-// Appends [lo, hi) to a sorted set, merging it with the last interval when they touch.
-void append(IntervalSet& s, std::int64_t lo, std::int64_t hi) {
-  if (lo >= hi) return;
-  if (!s.empty() && s.back().hi >= lo) s.back().hi = std::max(s.back().hi, hi);
-  else s.push_back({lo, hi});
-}
-
-}  // namespace
-
-std::int64_t cardinality(const IntervalSet& s) {
-  std::int64_t n = 0;
-  for (const auto& iv : s) n += iv.hi - iv.lo;
-  return n;
-}
-
 LeafSet<LeafIterations> leaves(const Schedule& schedule) {
   LeafSet<LeafIterations> out;
   out.context = {&schedule, {0, schedule.n_timesteps}, {}, schedule.n_timesteps};
@@ -96,16 +79,16 @@ void LeafIterations::tile_variable(std::size_t v) {
     for (const LoopLevel* loop : chains_[v]) {
       if (loop == innermost_) parent_[v] = iv;
       iv = tiling::sub_tile(iv, *loop, odometer_.digit(std::size_t(loop->time_level)));
-      if (iv.lo >= iv.hi) break;
+      if (iv.empty()) break;
     }
     s.clear();
-    if (iv.lo < iv.hi) s.push_back(iv);
+    if (!iv.empty()) s.push_back(iv);
     return;
   }
   // Spatial loops: every spatial iteration's tile, each cut by the loops inside it,
   // then merged (merging before the inner loops cut would lose the tiles' origins).
   s.clear();
-  for (const Interval& iv : tiles_of(v, chains_[v].size())) append(s, iv.lo, iv.hi);
+  for (const Interval& iv : tiles_of(v, chains_[v].size())) append_merged(s, iv);
 }
 
 std::vector<Interval> LeafIterations::tiles_of(std::size_t v, std::size_t loops) const {
@@ -118,7 +101,7 @@ std::vector<Interval> LeafIterations::tiles_of(std::size_t v, std::size_t loops)
     for (const auto& iv : tiles)
       for (std::int64_t j = j0; j < j1; ++j) {
         Interval sub = tiling::sub_tile(iv, *loop, j);
-        if (sub.lo < sub.hi) next.push_back(sub);
+        if (!sub.empty()) next.push_back(sub);
       }
     tiles.swap(next);
   }
@@ -143,17 +126,10 @@ LeafIterations::Translation LeafIterations::translation() const {
   const std::int64_t remaining = level.count - 1 - j;  // steps left before the carry
   const int v = innermost_->variable;
   if (v < 0) return {remaining, -1, 0, level.period};
-  // Tile j translates to tile j + 1 when both are whole strides: j >= 1 (or a first
-  // tile as wide as the stride) and no cut at the parent's end.
+  // Tile j translates to tile j + 1 when both are whole strides.
   const LoopLevel& loop = *innermost_;
-  const Interval& tile = tile_[std::size_t(v)].front();
-  if (tile.hi - tile.lo != loop.tile_shape || (j == 0 && loop.initial_tile_shape != loop.tile_shape))
-    return {};
-  const Interval& parent = parent_[std::size_t(v)];
-  const std::int64_t width = parent.hi - parent.lo;
-  // Tile j + k ends at initial + (j + k) * stride, which must stay within the parent.
-  const std::int64_t whole = width < loop.initial_tile_shape
-                                 ? 0 : (width - loop.initial_tile_shape) / loop.tile_shape - j;
+  if (!tiling::whole_stride(loop, j, tile_[std::size_t(v)].front().size())) return {};
+  const std::int64_t whole = tiling::whole_strides_from(parent_[std::size_t(v)].size(), loop, j) - 1;
   return {std::max<std::int64_t>(0, std::min(remaining, whole)), v, loop.tile_shape, level.period};
 }
 

@@ -1,4 +1,4 @@
-#include "looptrace/stages/parallel_trace.hpp"
+#include "looptrace/parallel_trace.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -159,20 +159,20 @@ void Project::project_rank(TensorState& ts, std::size_t rank) {
 void Project::project_one(const TensorState& ts, int v, std::int64_t k, std::int64_t c, IntervalSet& out) const {
   const IntervalSet& set = tiles_.tile()[std::size_t(v)];
   if (k == 1) {
-    for (const auto& iv : set) out.push_back({iv.lo + c, iv.hi + c});
+    for (const auto& iv : set) out.push_back(iv.shifted(c));
   } else if (k == -1) {
-    for (auto iv = set.rbegin(); iv != set.rend(); ++iv) out.push_back({c - iv->hi + 1, c - iv->lo + 1});
+    for (auto iv = set.rbegin(); iv != set.rend(); ++iv) out.push_back({c - iv->to + 1, c - iv->from + 1});
   } else {  // spread out: one value per point, in ascending order
     const std::int64_t n = cardinality(set);
     if (n > max_tile_points_) throw too_large(ts, n);
     for (std::int64_t i = 0; i < n; ++i) {
       std::int64_t idx = k > 0 ? i : n - 1 - i, x = 0;  // the idx-th point of the set
       for (const auto& iv : set) {
-        if (idx < iv.hi - iv.lo) {
-          x = iv.lo + idx;
+        if (idx < iv.size()) {
+          x = iv.from + idx;
           break;
         }
-        idx -= iv.hi - iv.lo;
+        idx -= iv.size();
       }
       out.push_back({c + k * x, c + k * x + 1});
     }
@@ -187,7 +187,7 @@ void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int
   std::int64_t lo = c, hi = c;  // the image lies in [lo, hi]
   for (const auto& [v, k] : terms) {
     const IntervalSet& set = tile[std::size_t(v)];
-    const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
+    const std::int64_t a = k * set.front().from, b = k * (set.back().to - 1);
     lo += std::min(a, b), hi += std::max(a, b);
   }
   if (hi - lo + 1 > max_tile_points_) throw too_large(ts, hi - lo + 1);
@@ -198,7 +198,7 @@ void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int
   std::vector<std::uint64_t> next;
   for (const auto& [v, k] : terms) {
     const IntervalSet& set = tile[std::size_t(v)];
-    const std::int64_t a = k * set.front().lo, b = k * (set.back().hi - 1);
+    const std::int64_t a = k * set.front().from, b = k * (set.back().to - 1);
     const std::int64_t next_from = from + std::min(a, b);
     next.assign(counts.size() + std::size_t(std::max(a, b) - std::min(a, b)), 0);
     for (const auto& iv : set) convolve(counts, from, next, next_from, iv, k);
@@ -209,8 +209,7 @@ void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] == 0) continue;
     const std::int64_t value = from + std::int64_t(i);
-    if (!out.empty() && out.back().hi == value) out.back().hi = value + 1;
-    else out.push_back({value, value + 1});
+    append_merged(out, Interval::point(value));
     weights.push_back(std::uint32_t(std::min(counts[i], kMaxMultiplicity)));
   }
 }
@@ -220,8 +219,8 @@ void Project::project_sum(const TensorState& ts, const std::vector<std::pair<int
 void Project::convolve(const std::vector<std::uint64_t>& counts, std::int64_t from, std::vector<std::uint64_t>& next,
                        std::int64_t next_from, const Interval& iv, std::int64_t k) {
   if (k == 1 || k == -1) {  // a sliding window over the interval
-    const std::int64_t width = iv.hi - iv.lo;
-    const std::int64_t start = from + (k == 1 ? iv.lo : -(iv.hi - 1)) - next_from;
+    const std::int64_t width = iv.to - iv.from;
+    const std::int64_t start = from + (k == 1 ? iv.from : -(iv.to - 1)) - next_from;
     std::uint64_t window = 0;
     const std::int64_t n = std::int64_t(counts.size());
     for (std::int64_t i = 0; i < n + width - 1; ++i) {
@@ -232,7 +231,7 @@ void Project::convolve(const std::vector<std::uint64_t>& counts, std::int64_t fr
     }
     return;
   }
-  for (std::int64_t x = iv.lo; x < iv.hi; ++x)
+  for (std::int64_t x = iv.from; x < iv.to; ++x)
     for (std::size_t i = 0; i < counts.size(); ++i) {
       std::uint64_t& cell = next[std::size_t(from + std::int64_t(i) + k * x - next_from)];
       cell = std::min(cell + counts[i], kMaxMultiplicity);
@@ -272,11 +271,11 @@ void Project::emit_separable(const TensorState& ts, AccessRecord* out) const {
     auto walk = [&](auto&& self, std::size_t r, std::int64_t element) -> void {
       if (r + 1 == ranks) {
         for (const auto& iv : ts.rank_sets[r])
-          for (std::int64_t x = iv.lo; x < iv.hi; ++x) *out++ = {t, element + x, trace, base};
+          for (std::int64_t x = iv.from; x < iv.to; ++x) *out++ = {t, element + x, trace, base};
         return;
       }
       for (const auto& iv : ts.rank_sets[r])
-        for (std::int64_t x = iv.lo; x < iv.hi; ++x) self(self, r + 1, element + x * strides[r]);
+        for (std::int64_t x = iv.from; x < iv.to; ++x) self(self, r + 1, element + x * strides[r]);
     };
     walk(walk, 0, 0);
     return;
@@ -290,16 +289,16 @@ void Project::emit_separable(const TensorState& ts, AccessRecord* out) const {
       const auto m32 = std::uint32_t(mult);
       for (const auto& iv : ts.rank_sets[r]) {
         if (weights.empty()) {
-          for (std::int64_t x = iv.lo; x < iv.hi; ++x) *out++ = {t, element + x, trace, m32};
+          for (std::int64_t x = iv.from; x < iv.to; ++x) *out++ = {t, element + x, trace, m32};
         } else {
-          for (std::int64_t x = iv.lo; x < iv.hi; ++x, ++i)
+          for (std::int64_t x = iv.from; x < iv.to; ++x, ++i)
             *out++ = {t, element + x, trace, std::uint32_t(std::min(mult * weights[i], kMaxMultiplicity))};
         }
       }
       return;
     }
     for (const auto& iv : ts.rank_sets[r])
-      for (std::int64_t x = iv.lo; x < iv.hi; ++x, ++i)
+      for (std::int64_t x = iv.from; x < iv.to; ++x, ++i)
         self(self, r + 1, element + x * strides[r],
              weights.empty() ? mult : std::min(mult * weights[i], kMaxMultiplicity));
   };
@@ -321,7 +320,7 @@ void Project::emit_points(const TensorState& ts, AccessRecord* out) const {
     const std::size_t v = std::size_t(used[u]);
     const std::int64_t k = ts.element_coefficient[v];
     for (const auto& iv : tile[v])
-      for (std::int64_t x = iv.lo; x < iv.hi; ++x) self(self, u + 1, element + k * x);
+      for (std::int64_t x = iv.from; x < iv.to; ++x) self(self, u + 1, element + k * x);
   };
   walk(walk, 0, ts.element_constant);
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "looptrace/support/error.hpp"
-#include "compile/window_clip.hpp"
 
 namespace looptrace {
 
@@ -49,29 +48,20 @@ WindowPlan WindowPlan::of(const Schedule& s, std::vector<std::uint32_t> storages
 }
 
 WindowCursor::WindowCursor(const Schedule& schedule, std::uint32_t storage, TimeRange clip)
-    : storage_(storage), starts_(schedule.storages[storage].starts()),
-      duration_(schedule.storages[storage].duration), clip_(clip) {
-  if (!window_clip::any(duration_, clip_)) {
-    next_start_ = kEndOfTime;
-    return;
-  }
-  window_clip::seek_first(starts_, duration_, clip_);
+    : storage_(storage), walk_(schedule.storages[storage].starts(), schedule.storages[storage].duration, clip) {
   find_next();
 }
 
-void WindowCursor::find_next() {
-  next_start_ = window_clip::seen(starts_, clip_) ? window_clip::clipped(starts_.time(), duration_, clip_).from
-                                                  : kEndOfTime;
-}
+void WindowCursor::find_next() { next_start_ = walk_.done() ? kEndOfTime : walk_.window().from; }
 
 void WindowCursor::open() {
-  current_ = window_clip::clipped(starts_.time(), duration_, clip_);
+  current_ = walk_.window();
   open_ = true;
 }
 
 void WindowCursor::close() {
   open_ = false;
-  starts_.advance();
+  walk_.advance();
   find_next();
 }
 

@@ -21,7 +21,7 @@ constexpr std::size_t kBatch = 4096;
 // order) in ascending order. A run is the box's elements with the digits before
 // `inner` fixed: contiguous, since every digit after `inner` is whole.
 struct LineStream {
-  boost::container::small_vector<mb::Span, 12> box;  // per digit (2 per blocked rank)
+  boost::container::small_vector<Interval, 12> box;  // per digit (2 per blocked rank)
   boost::container::small_vector<std::int64_t, 12> coord;  // of the digits before `inner`
   std::size_t inner = 0;
   const std::vector<LayoutDigit>* digits = nullptr;
@@ -34,9 +34,9 @@ struct LineStream {
   void start() {
     const std::size_t ranks = box.size();
     inner = ranks == 0 ? 0 : ranks - 1;
-    while (inner > 0 && box[inner].lo == 0 && box[inner].hi == (*digits)[inner].extent) --inner;
+    while (inner > 0 && box[inner].from == 0 && box[inner].to == (*digits)[inner].extent) --inner;
     coord.resize(inner);
-    for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].lo;
+    for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].from;
     done = false;
     if (!load()) next_run();
   }
@@ -45,8 +45,8 @@ struct LineStream {
     std::uint64_t e0 = 0, n = 1;
     for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * (*digits)[r].stride;
     if (!box.empty()) {
-      e0 += std::uint64_t(box[inner].lo) * (*digits)[inner].stride;
-      n = std::uint64_t(box[inner].hi - box[inner].lo) * (*digits)[inner].stride;
+      e0 += std::uint64_t(box[inner].from) * (*digits)[inner].stride;
+      n = std::uint64_t(box[inner].to - box[inner].from) * (*digits)[inner].stride;
     }
     const std::uint64_t a0 = base + e0 * size, a1 = base + (e0 + n) * size - 1;
     cur = std::max(a0 / line, floor);
@@ -57,8 +57,8 @@ struct LineStream {
     for (;;) {
       std::size_t r = inner;
       while (r > 0) {  // the odometer over the ranks before `inner`
-        if (++coord[r - 1] < box[r - 1].hi) break;
-        coord[r - 1] = box[r - 1].lo;
+        if (++coord[r - 1] < box[r - 1].to) break;
+        coord[r - 1] = box[r - 1].from;
         --r;
       }
       if (r == 0) {
@@ -80,7 +80,7 @@ struct LineStream {
 // Along a blocked rank, a box's span is a partial first block, the whole blocks and a
 // partial last block: each a span of block indices and one inside the block.
 struct Piece {
-  mb::Span outer, inner;
+  Interval outer, inner;
 };
 
 struct Cursor {
@@ -117,7 +117,7 @@ struct BoxTransfers::Impl {
   void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c) {
     const TensorLayout& layout = addresses.layouts[c.tensor];
     for (const mb::Box& b : boxes) {
-      if (std::any_of(b.begin(), b.end(), [](const mb::Span& s) { return s.empty(); })) continue;
+      if (std::any_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) continue;
       pieces.clear();
       counts.clear();
       for (std::uint32_t r = 0; r < b.size(); ++r) split(b[r], layout.block(r));
@@ -130,17 +130,17 @@ struct BoxTransfers::Impl {
       }
     }
   }
-  void split(const mb::Span& s, std::int64_t block) {
+  void split(const Interval& s, std::int64_t block) {
     const std::size_t at = pieces.size();
     if (block == 1) {
       pieces.push_back({s, {0, 1}});
-    } else if (s.lo / block == (s.hi - 1) / block) {
-      pieces.push_back({{s.lo / block, s.lo / block + 1}, {s.lo % block, (s.hi - 1) % block + 1}});
+    } else if (s.from / block == (s.to - 1) / block) {
+      pieces.push_back({{s.from / block, s.from / block + 1}, {s.from % block, (s.to - 1) % block + 1}});
     } else {
-      const std::int64_t first = (s.lo + block - 1) / block, end = s.hi / block;  // the whole blocks
-      if (s.lo % block != 0) pieces.push_back({{s.lo / block, s.lo / block + 1}, {s.lo % block, block}});
+      const std::int64_t first = (s.from + block - 1) / block, end = s.to / block;  // the whole blocks
+      if (s.from % block != 0) pieces.push_back({{s.from / block, s.from / block + 1}, {s.from % block, block}});
       if (first < end) pieces.push_back({{first, end}, {0, block}});
-      if (s.hi % block != 0) pieces.push_back({{end, end + 1}, {0, s.hi % block}});
+      if (s.to % block != 0) pieces.push_back({{end, end + 1}, {0, s.to % block}});
     }
     starts.resize(counts.size() + 1);
     starts[counts.size()] = at;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "looptrace/compile/window_walk.hpp"
 #include "looptrace/support/error.hpp"
 
 namespace looptrace {
@@ -56,14 +57,13 @@ TimeRange transfer_trace_window(const Schedule& s, const std::vector<std::uint32
   if (report.empty()) return run;
   for (std::uint32_t c : children) {
     const StorageWindows& node = s.storages[c];
-    if (node.duration <= 0) continue;
     // The window holding `report.from` or ending there (its drains are at `from`), and
     // the one holding `report.to - 1`.
-    TimeOdometer starts = node.starts();
-    starts.seek(report.from - node.duration);
-    if (!starts.done() && starts.time() <= report.from) run.from = std::min(run.from, starts.time());
-    starts.seek(report.to - node.duration);
-    if (!starts.done() && starts.time() < report.to) run.to = std::max(run.to, starts.time() + node.duration);
+    WindowWalk windows(node.starts(), node.duration, {0, kEndOfTime});
+    windows.seek_ending_from(report.from);
+    if (!windows.done() && windows.start() <= report.from) run.from = std::min(run.from, windows.start());
+    windows.seek_ending_from(report.to);
+    if (!windows.done() && windows.start() < report.to) run.to = std::max(run.to, windows.start() + node.duration);
   }
   return run;
 }

@@ -2,7 +2,8 @@
 """`looptrace describe`: the Einsums, tensors and compiled LoopTree of a spec as JSON or
 text; -D values (booleans, overflow); warnings for unused -D values and top-level keys
 given twice; errors in AccelForge's dialect (include cycles, failed asserts, unknown
-top-level keys) exit 2 naming the file. With ../shared/accelforge-examples, GPT-3 too.
+top-level keys) exit 2 naming the file; a tensor whose accesses name different ranks
+exits 2 in every subcommand alike. With ../shared/accelforge-examples, GPT-3 too.
 
 usage: test_describe.py PATH/TO/looptrace
 
@@ -132,6 +133,84 @@ def test_dialect_errors():
     expect([size], [size + ":2:19: error: rank size of 'M' must be an integer, not 256.0"], "a float rank size")
 
 
+RANKS_SPEC = """\
+workload:
+  iteration_space_shape:
+    m: 0 <= m < 2
+    n: 0 <= n < 2
+    k: 0 <= k < 2
+  bits_per_value: {All: 8}
+  einsums:
+  - name: A
+    tensor_accesses:
+    - {name: X, projection: [m, n]}
+    - {name: T, projection: [m, n], output: True}
+  - name: B
+    tensor_accesses:
+    - {name: T, projection: [m, PROJ]}
+    - {name: Y, projection: [m, k], output: True}
+mapping:
+  nodes:
+  - !Storage {tensors: [X, T, Y], component: MainMemory}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: n, tile_shape: 1}
+      - !Compute {einsum: A, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: k, tile_shape: 1}
+      - !Compute {einsum: B, component: MAC}
+"""
+
+
+def test_tensor_ranks():
+    # ../shared/findings/stages/describe_ranks.yaml: B reads T as [M, K], A writes it as
+    # [M, N]. AccelForge's Workload._validate rejects it; so does every subcommand, with
+    # one message from the front end (describe alone used to).
+    bad = write("ranks.yaml", RANKS_SPEC.replace("PROJ", "k"))
+    message = (bad + ":14:7: error: tensor 'T' has ranks [M, K] in Einsum 'B' but [M, N] in Einsum 'A'; "
+               "every access of a tensor names the same ranks\n")
+    runs = [("describe",), ("describe", "--format", "text"), ("summary",), ("trace",), ("iterations",),
+            ("movement",), ("plot",), ("transfers", "--level", "MainMemory")]
+    for args in runs:
+        p = run(args[0], bad, *args[1:])
+        check(p.returncode == 2 and p.stdout == "" and p.stderr == "looptrace: " + message,
+              "%s refuses a tensor with two rank lists (rc %d, %r)" % (" ".join(args), p.returncode, p.stderr))
+    workload_only = write("ranks-workload.yaml", RANKS_SPEC.replace("PROJ", "k").split("mapping:")[0])
+    p = run("describe", workload_only)
+    check(p.returncode == 2 and "tensor 'T' has ranks [M, K] in Einsum 'B' but [M, N]" in p.stderr,
+          "describe refuses it without a mapping too (%r)" % p.stderr)
+    # The same spec with T read as [M, N]: every subcommand takes it.
+    good = write("ranks-ok.yaml", RANKS_SPEC.replace("PROJ", "n"))
+    for args in runs:
+        p = run(args[0], good, *args[1:])
+        wrote = p.stdout != "" or args[0] == "transfers"  # (no Storage below MainMemory: no requests)
+        check(p.returncode == 0 and wrote, "%s takes T as [M, N] in both (rc %d, %r)"
+              % (" ".join(args), p.returncode, p.stderr))
+
+
+def test_unreached_branch():
+    # The Nested after the root's Compute: no path reaches it; describe shows it (it used
+    # to stop with an internal error) and summary compiles it the same way.
+    spec = write("unreached.yaml", "workload:\n  iteration_space_shape: {m: 0 <= m < 4}\n  einsums:\n"
+                                   "  - \"B[m] = A[m]\"\nmapping:\n  nodes:\n"
+                                   "  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Compute {einsum: B}\n"
+                                   "  - !Nested\n    nodes:\n    - !Temporal {rank_variable: m, tile_shape: 3}\n"
+                                   "    - !Compute {einsum: B}\n")
+    p = run("describe", spec, "--format", "text")
+    check(p.returncode == 0 and "    Nested  2 timesteps\n      Temporal m  tile 3  2 iterations x 1 = 2 timesteps\n"
+          in p.stdout, "describe shows the unreached branch (rc %d, %r %r)" % (p.returncode, p.stdout, p.stderr))
+    bad = write("unreached-bad.yaml", open(spec).read().replace("rank_variable: m, tile_shape: 3", "rank_variable: q, tile_shape: 3"))
+    for cmd in ("describe", "summary", "trace"):
+        p = run(cmd, bad)
+        check(p.returncode == 2 and bad + ":11:7: error: !Temporal loop over rank variable 'q'" in p.stderr,
+              "%s refuses a loop over q there (rc %d, %r)" % (cmd, p.returncode, p.stderr))
+
+
 def test_accelforge_gpt3():
     gpt3 = os.path.join(EXAMPLES, "workloads", "transformers", "gpt", "gpt3_175B.yaml")
     if not os.path.isfile(gpt3):
@@ -171,7 +250,8 @@ def test_accelforge_gpt3():
 
 def main():
     return harness.main((test_workload_alone, test_with_mapping, test_defines, test_first_file_wins,
-                         test_dialect_errors, test_accelforge_gpt3))
+                         test_dialect_errors, test_tensor_ranks, test_unreached_branch,
+                         test_accelforge_gpt3))
 
 
 if __name__ == "__main__":

@@ -77,6 +77,47 @@ def test_spec_errors():
                                                  "rank_sizes: {M: 0, N: 3}") + MAPPING)
     expect_error(["summary", f], ["rank size of 'M' must be positive, not 0"], f + ":2:")
 
+    # A rank size's name in iteration_space_shape: AccelForge hands the constraint to ISL
+    # as written and fails ("Error creating isl.Set"); the message gives the number.
+    f = write("rank-size-name.yaml", WORKLOAD.replace("iteration_space_shape: {m: 0 <= m < 4, n: 0 <= n < 3}",
+                                                      "rank_sizes: {M: 4}\n  iteration_space_shape: "
+                                                      "{m: 0 <= m < M, n: 0 <= n < 3}") + MAPPING)
+    expect_error(["summary", f], ["constraint '0 <= m < M' names the rank size 'M'", "Error creating isl.Set",
+                                  "write its value, 4, instead ('0 <= m < 4')"], f + ":3:")
+    f = write("rank-size-name-einsum.yaml", WORKLOAD.replace("    tensor_accesses:",
+                                                             "    rank_sizes: {NB: 3}\n"
+                                                             "    iteration_space_shape: ['n < NB']\n"
+                                                             "    tensor_accesses:") + MAPPING)
+    expect_error(["summary", f], ["constraint 'n < NB' of Einsum 'E' names the rank size 'NB'",
+                                  "write its value, 3, instead ('n < 3')"], f + ":6:")
+    # The same constraint with the number is fine; so is a rank variable named as a rank.
+    f = write("rank-size-number.yaml", WORKLOAD.replace("iteration_space_shape: {m: 0 <= m < 4, n: 0 <= n < 3}",
+                                                        "rank_sizes: {M: 4}\n  iteration_space_shape: "
+                                                        "{m: 0 <= m < 4, n: 0 <= n < 3}") + MAPPING)
+    p = run("summary", f)
+    check(p.returncode == 0, "the constraint with the rank size's value loads (rc %d, %r)" % (p.returncode, p.stderr))
+
+    # Hostile arch sizes that name tensor sets: evaluated per Einsum, bounded in depth and
+    # work; what cannot be evaluated is said, never a crash or a hang.
+    arch = "arch:\n  nodes:\n  - !Memory {name: MainMemory, size: inf}\n  - !Memory {name: R, size: '%s'}\n"
+    mapping = MAPPING.replace("  - !Temporal", "  - !Storage {component: MainMemory, tensors: [A, B]}\n  - !Temporal").replace(
+        "  - !Compute", "  - !Storage {component: R, tensors: [B]}\n  - !Compute")
+    bomb = "1"
+    for _ in range(30):
+        bomb = "(%s if All else 1)" % bomb  # each `then` is read twice: 2^30 reads unbounded
+    for label, size in (("not x 100000", "not " * 100000 + "All"), ("parentheses", "(" * 5000 + "All" + ")" * 5000),
+                        ("nested conditionals", bomb), ("a set's bits", "All.bits_per_value"),
+                        ("an undefined name", "weight.bits_per_value if weight else 0")):
+        f = write("hostile-size.yaml", WORKLOAD + mapping + arch % size)
+        try:
+            p = run("movement", f, "--format", "text", timeout=30)
+        except subprocess.TimeoutExpired:
+            check(False, "arch size, %s: timed out" % label)
+            continue
+        check(p.returncode == 0 and "not evaluated" in p.stdout and "internal error" not in p.stderr,
+              "arch size, %s: exits 0, says it is not evaluated (rc %d, %r)" % (label, p.returncode,
+                                                                                (p.stdout + p.stderr)[-300:]))
+
     huge = write("huge.yaml", """\
 workload:
   iteration_space_shape: {a: 0 <= a < 4000000000, b: 0 <= b < 4000000000, c: 0 <= c < 4000000000}

@@ -389,8 +389,46 @@ def test_empty_notes():
     check(r.returncode == 0 and r.stderr == "", "movement of the whole run says nothing on stderr: %r" % r.stderr)
 
 
+def test_registers_per_einsum():
+    """tpu_v4i's Register (`size: weight.bits_per_value if weight else 0`) on the Llama 3
+    8B decode layer: a size per Einsum from its weight, against 128 x 128 PEs."""
+    af = os.path.join(ROOT, "..", "shared", "accelforge-examples")
+    spec = [os.path.join(af, "workloads", "transformers", "llama", "llama3_8B.yaml"),
+            os.path.join(af, "arches", "tpu_v4i.yaml"), os.path.join(ROOT, "examples", "llama3_8b_tpu_v4i.mapping.yaml"),
+            "-D", "BATCH_SIZE=1", "-D", "DECODE=True", "-D", "N_NEW_TOKENS=1", "-D", "N_CACHED_TOKENS=2047"]
+    r = run("movement", *spec)
+    check(r.returncode == 0, "movement of the Llama layer (rc %d, %r)" % (r.returncode, r.stderr[-300:]))
+    if r.returncode:
+        return
+    reg = [l for l in json.loads(r.stdout)["levels"] if l["level"] == "Register"][0]
+    per = {e["einsum"]: e for e in reg["capacity"]["per_einsum"]}
+    # Ten Einsums keep a weight in the Register; the two of two tensors (I, QK_softmax)
+    # keep nothing there and are not listed. The weights are 16 bits (All: 16).
+    check(sorted(per) == sorted(["V", "K", "Q", "QK", "AV", "Z", "FFG", "FFU", "FFH", "FFB"]),
+          "one entry per Einsum that holds something: %r" % sorted(per))
+    check(per["Q"]["bits_of"] == ["WQ"] and per["QK"]["bits_of"] == ["K_cache"] and per["FFH"]["bits_of"] == ["FFU"],
+          "the weight that gave each size (renames: QK's input is Q, FFH's is FFG): %r" %
+          {k: v["bits_of"] for k, v in per.items()})
+    check(all(e["size_bits"] == 16 for e in per.values()), "16 bits each")
+    check(per["Q"]["instances"] == 128 * 128 and per["Q"]["total_bits"] == 16 * 128 * 128 and
+          per["Q"]["peak_bits"] == 16 * 128 * 128 and per["Q"]["fits"] is True,
+          "one 2-byte weight per PE fills the 128 x 128 registers exactly: %r" % per["Q"])
+    check(reg["capacity"]["fits"] is True, "every Einsum's registers fit")
+    r = run("movement", *spec, "--format", "text")
+    check("  Q: 16 bits (2 bytes), from WQ's bits_per_value x 16384 instances; peak 32768 bytes at t=544: fits"
+          in r.stdout.splitlines(), "the text names the tensor and the instances: %r" % r.stdout[-600:])
+    # A Register of 8 bits cannot hold 16-bit weights: the same check fails, by 8 bits a PE.
+    arch = write("tpu_small_reg.yaml", open(spec[1]).read().replace(
+        "size: weight.bits_per_value if weight else 0", "size: weight.bits_per_value // 2 if weight else 0"))
+    r = run("movement", spec[0], arch, *spec[2:])
+    reg = [l for l in json.loads(r.stdout)["levels"] if l["level"] == "Register"][0] if r.returncode == 0 else {}
+    check(reg and reg["capacity"]["fits"] is False and
+          reg["capacity"]["per_einsum"][0]["over_by_bits"] == 8 * 128 * 128,
+          "half the size does not fit, over by 8 bits x 16384 (%r)" % (reg.get("capacity", r.stderr[-300:]),))
+
+
 def main():
-    return harness.main((test_empty_notes, test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
+    return harness.main((test_empty_notes, test_registers_per_einsum, test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
                          test_errors, test_worked_example_transfers, test_simulator_formats,
                          test_shards_concatenate, test_head, test_transfer_model_example))
 

@@ -41,14 +41,33 @@ struct FootprintPeak {
   std::int64_t timestep = -1;  // the first timestep at which it is reached (-1: no window)
 };
 
+// The level's size in one Einsum, where the arch's size names the Einsum's tensors
+// (`weight.bits_per_value if weight else 0`), against the level's peak in that Einsum.
+struct EinsumCapacity {
+  std::string einsum;
+  double size_bits = 0;
+  std::vector<std::string> bits_of;  // the tensors whose bits_per_value gave the size
+  FootprintPeak peak_footprint;      // of the level's windows of this Einsum
+  std::optional<FootprintPeak> peak_footprint_bytes;
+  std::int64_t instances = 1;        // of the level, under its !Spatial loops in this Einsum
+};
+
 struct LevelMovement {
   std::string level;
   std::vector<TensorMovement> tensors;  // in the order the level's nodes list them
   FootprintPeak peak_footprint;
   std::optional<FootprintPeak> peak_footprint_bytes;  // when every tensor has a size
-  // The arch's size of the level in bits (when it names one), and what fits.
+  // The arch's size of the level in bits (when it names one), and what fits. The size
+  // is one instance's: the level's nodes below !Spatial loops hold their tiles (whose
+  // union the footprint counts) in up to `instances` of them, which together hold
+  // instances x size.
   std::optional<double> capacity_bits;
-  std::optional<std::string> capacity_unevaluated;  // an expression needing AccelForge's context
+  std::int64_t instances = 1;
+  // A size per Einsum (those whose windows the level holds), or an expression looptrace
+  // could not evaluate and why.
+  std::vector<EinsumCapacity> einsum_capacities;
+  std::optional<std::string> capacity_unevaluated;
+  std::string capacity_unevaluated_reason;
   std::optional<LevelLayoutCost> layout;  // add_layout_costs(): what its layout costs, as a parent
 };
 

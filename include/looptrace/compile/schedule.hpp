@@ -95,6 +95,9 @@ struct StorageWindows {
   // The temporal loops above it (one per time level), as ids that nodes under the
   // same loop share: how far two nodes' window odometers are one.
   std::vector<std::uint32_t> loop_ids;
+  // The instances of the arch's level that hold its tile together: the product of the
+  // !Spatial loops above it (the tile is their union; the arch's size is per instance).
+  std::int64_t instances = 1;
 
   TimeOdometer starts() const { return {time_base, time_levels}; }
   bool holds(const std::string& tensor) const;
@@ -124,7 +127,9 @@ struct Schedule {
 };
 
 // Checks what tracing needs (defined Einsums and tensors, loops over rank variables
-// the Einsum has, no 64-bit overflow) and throws SpecError naming the node otherwise.
+// the Einsum has, no 64-bit overflow), over every Einsum's box and every node (the
+// branches no path reaches too: every subcommand checks alike), and throws SpecError
+// naming the node otherwise.
 Schedule compile_schedule(const Spec& spec);
 
 // Refuses (SpecError at the Compute node, naming the !Spatial loop) a leaf of one of

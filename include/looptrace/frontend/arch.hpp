@@ -4,17 +4,28 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "looptrace/support/error.hpp"
 
 namespace looptrace {
 
-// A memory level of the arch (an `!Memory` node) and its size in bits, when the size
-// is a number, `inf` or an expression of numbers; a size that needs AccelForge's
-// per-tensor context (`weight.bits_per_value if weight else 0`) stays unevaluated.
+// A size evaluated as AccelForge evaluates the arch for one Einsum (its tensor sets and
+// renames: `weight.bits_per_value if weight else 0`).
+struct EinsumSize {
+  std::string einsum;
+  double size_bits = 0;
+  std::vector<std::string> bits_of;  // the tensors whose bits_per_value gave it ("weight" = WQ)
+};
+
+// A memory level of the arch (an `!Memory` node) and its size in bits: a number, `inf`
+// or an expression of numbers; or, when the size names the workload's tensor sets, one
+// size per Einsum; or neither, with the reason.
 struct ArchMemory {
   std::string size_text;
   std::optional<double> size_bits;
+  std::vector<EinsumSize> per_einsum;  // in the workload's order, when size_bits is not given
+  std::string unevaluated;             // why neither was evaluated
   SourceLocation where;
   // `extra_attributes_for_component_model: {n_banks: N}`, when a whole number: the banks a
   // layout's costs count (a layout file's `banks:` wins).

@@ -29,17 +29,30 @@ struct Constraint {
   SourceLocation where;
 };
 
+// One of AccelForge's renames of an Einsum's tensors: in that Einsum, `name` is the
+// tensor set `source` evaluates to (`weight: ~(input | output)`). The arch's attributes
+// (`size: weight.bits_per_value if weight else 0`) are evaluated with them.
+struct TensorRename {
+  std::string name;
+  std::string source;  // a set expression: Inputs, Outputs, `~(input | output)`, a tensor
+  std::optional<std::string> expected_count;  // an expression: `1 if len(All) == 3 else 0`
+  SourceLocation where;
+};
+
 struct Einsum {
   std::string name;
   std::vector<TensorAccess> accesses;      // in the order written (concise: output last)
   std::vector<std::string> rank_variables;  // those the projections use, first use first
   std::vector<Constraint> constraints;      // the Einsum's own iteration_space_shape
   std::map<std::string, std::int64_t> rank_sizes;  // the Einsum's own rank_sizes
+  std::vector<TensorRename> renames;  // its own (`renames: {input: Q}`), which win over the defaults
   SourceLocation where;
 
   bool has_rank_variable(const std::string& v) const;
 };
 
+// As the front end reads it (AccelForge's Workload._validate): Einsum names are unique
+// and every access of a tensor names the same ranks, in the same order.
 struct Workload {
   std::vector<Einsum> einsums;
   std::vector<Constraint> constraints;  // workload-level iteration_space_shape
@@ -47,6 +60,9 @@ struct Workload {
   // As written: (key, bits) with the key "All", a tensor name, "A | B" or "Other" (every
   // tensor no other key names, as AccelForge reads it; "" for a plain number: All).
   std::vector<std::pair<std::string, std::int64_t>> bits_per_value;
+  // The spec's `renames: {einsums: [{name: default, tensor_accesses: ...}]}`: what every
+  // Einsum's renames are, unless its own name the same.
+  std::vector<TensorRename> default_renames;
   SourceLocation where;
 
   const Einsum* find_einsum(const std::string& name) const;

@@ -56,8 +56,8 @@ struct SpecDescription {
   std::int64_t n_timesteps = 0;          // with a mapping
 };
 
-// Checks what AccelForge checks (every access of a tensor names the same ranks; with a
-// mapping, what compile_schedule checks) and throws SpecError naming the place.
+// Compiles the spec as every subcommand does (the workload alone without a mapping) and
+// formats what the compiler worked out; throws SpecError as the compiler does.
 SpecDescription describe_spec(const Spec& spec);
 
 // {"einsums": [...], "tensors": {...}[, "mapping": {...}]}; `indent` < 0: one line.

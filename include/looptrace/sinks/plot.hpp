@@ -15,8 +15,7 @@
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/frontend/layout.hpp"
-#include "looptrace/stages/layout.hpp"
-#include "looptrace/stages/leaf_iterations.hpp"
+#include "looptrace/interval.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
 namespace looptrace {

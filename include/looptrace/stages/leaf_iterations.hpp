@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "looptrace/access.hpp"
+#include "looptrace/interval.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/compile/time_odometer.hpp"
@@ -21,24 +22,18 @@ namespace looptrace {
 
 class Project;
 
-struct Interval {
-  std::int64_t lo, hi;  // [lo, hi)
-  friend bool operator==(const Interval&, const Interval&) = default;
-};
 // Sorted, disjoint, non-adjacent; one interval unless spatial loops split a tile. The
 // stages keep theirs and refill them, so the hot path allocates only as they first grow.
 using IntervalSet = std::vector<Interval>;
 using SubTile = std::vector<Interval>;  // one interval per variable
 
-std::int64_t cardinality(const IntervalSet& s);
-
 // One spatial iteration of one leaf at one timestep.
 struct Iteration {
   std::int64_t timestep = 0;
   const LeafSchedule* leaf = nullptr;  // einsum and variable names
-  SubTile tile;                        // per leaf variable: the sub-tile [lo, hi)
+  SubTile tile;                        // per leaf variable: the sub-tile [from, to)
 
-  std::int64_t origin(std::size_t variable) const { return tile[variable].lo; }
+  std::int64_t origin(std::size_t variable) const { return tile[variable].from; }
 };
 
 class LeafIterations : public BatchRange<LeafIterations, Iteration> {

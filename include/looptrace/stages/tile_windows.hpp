@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "looptrace/compile/schedule.hpp"
+#include "looptrace/compile/window_walk.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
@@ -89,9 +90,7 @@ class WindowCursor {
  private:
   void find_next();
   std::uint32_t storage_ = 0;
-  TimeOdometer starts_;
-  std::int64_t duration_ = 0;
-  TimeRange clip_;
+  WindowWalk walk_;
   bool open_ = false;
   TimeRange current_;
   std::int64_t next_start_ = kEndOfTime;
