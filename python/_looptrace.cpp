@@ -438,8 +438,15 @@ CacheRunOptions cache_options(const std::string& size, const std::string& ways, 
   return o;
 }
 
-py::object cache_py(SpecHandle& h, const TraceOptions& options, const CacheRunOptions& how, bool arrays) {
+py::object cache_py(SpecHandle& h, const TraceOptions& options, CacheRunOptions how, bool arrays,
+                    const std::string& layout_text, const std::string& layout_file) {
   const auto schedule = h.schedule();
+  std::optional<LayoutSpec> layout;  // outlives the run
+  if (!layout_file.empty()) {
+    layout = parse_layout(layout_text, layout_file);
+    check_layout_names(*schedule, *layout);
+    how.layout = &*layout;
+  }
   CacheRun run;
   {
     py::gil_scoped_release nogil;
@@ -759,12 +766,13 @@ PYBIND11_MODULE(_looptrace, m) {
                     py::object from, py::object to, py::object shard, const std::string& size,
                     const std::string& ways, std::uint64_t line_bytes, const std::string& policy,
                     bool write_through, bool write_allocate, const std::vector<std::string>& caches,
-                    const std::string& source, std::uint64_t align, bool curve, bool arrays) {
+                    const std::string& source, std::uint64_t align, bool curve, bool arrays,
+                    const std::string& layout_text, const std::string& layout_file) {
     const py::object none = py::none();
     return cache_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0),
                     cache_options(size, ways, line_bytes, policy, write_through, write_allocate, caches, source,
                                   align, curve || arrays),
-                    arrays);
+                    arrays, layout_text, layout_file);
   });
   m.def("bin_points", &bin_points);
   m.def("unravel", &unravel_py);

@@ -357,12 +357,13 @@ def transfers(
 
 
 def _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, size, ways,
-                line_bytes, policy, write_through, write_allocate, caches, source, align, curve, arrays):
+                line_bytes, policy, write_through, write_allocate, caches, source, align, curve, arrays, layout):
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
+    layout_text, layout_file = _layout_source(layout)
     return _looptrace.cache(handle, _names(tensors), _names(einsums), *sel, str(size), str(ways), int(line_bytes),
                             str(policy), bool(write_through), bool(write_allocate), [str(c) for c in caches or []],
-                            str(source), int(align), bool(curve), bool(arrays))
+                            str(source), int(align), bool(curve), bool(arrays), layout_text, layout_file)
 
 
 def cache(
@@ -378,6 +379,7 @@ def cache(
     source: str = "trace",
     align: int = 4096,
     curve: bool = False,
+    layout=None,
     tensors: Iterable[str] | None = None,
     einsums: Iterable[str] | None = None,
     max_timesteps: int | None = None,
@@ -389,9 +391,11 @@ def cache(
     misses split into cold / capacity / conflict, write-backs, per tensor and per Einsum.
     ``size`` in bytes or as "64KiB"; ``ways`` a number or "full"; ``caches`` a list of
     "NAME=SIZE/WAYS" (a hierarchy, innermost first); ``source`` "trace" or
-    "transfers:LEVEL"; ``curve`` adds the miss-ratio curve."""
+    "transfers:LEVEL"; ``curve`` adds the miss-ratio curve. ``layout``: a layout file's
+    path, or its content as a dict, as ``--layout`` (``source="transfers:L"`` takes its
+    entries for L, the trace those for every level)."""
     return _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, size, ways,
-                       line_bytes, policy, write_through, write_allocate, caches, source, align, curve, False)
+                       line_bytes, policy, write_through, write_allocate, caches, source, align, curve, False, layout)
 
 
 def cache_curve(
@@ -400,6 +404,7 @@ def cache_curve(
     line_bytes: int = 64,
     source: str = "trace",
     align: int = 4096,
+    layout=None,
     tensors: Iterable[str] | None = None,
     einsums: Iterable[str] | None = None,
     max_timesteps: int | None = None,
@@ -410,9 +415,9 @@ def cache_curve(
     """The miss-ratio curve of the stream a cache of ``line_bytes`` lines sees, as numpy
     arrays: ``lines`` (1, 2, 4, ...), ``misses`` of a fully associative LRU cache of that
     many lines, ``tensors`` {name: misses}, and the reuse-distance histogram as
-    ``distances`` / ``counts`` (cold accesses: ``cold``)."""
+    ``distances`` / ``counts`` (cold accesses: ``cold``). ``layout`` as for ``cache``."""
     return _cache_call(spec_or_mapping, workload, tensors, einsums, max_timesteps, from_, to, shard, "1MiB", "16",
-                       line_bytes, "lru", False, True, None, source, align, True, True)
+                       line_bytes, "lru", False, True, None, source, align, True, True, layout)
 
 
 from .plotting import plot_access_trace  # noqa: E402  (needs the names above)

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <iostream>
+#include <optional>
 
 #include "common.hpp"
 #include "empty_selection.hpp"
@@ -25,7 +26,7 @@ struct CacheArgs {
   std::vector<std::string> caches;  // NAME=SIZE/W
   bool write_through = false, no_write_allocate = false, curve = false, misses = false;
   std::int64_t cycles_per_timestep = 1;
-  // --layout FILE goes here (the layout engine): parsed to an AddressMap for CacheRunOptions::layout.
+  std::string layout;  // a layout file (SEMANTICS "Layouts"); empty: row-major
 
   CacheRunOptions resolved() const {
     CacheConfig base;
@@ -90,6 +91,9 @@ void add_cache_command(CLI::App& app) {
   cmd->add_option("--align", c->align, "Each tensor starts at a multiple of this many bytes")
       ->capture_default_str()
       ->check(whole_number(1, std::int64_t(1) << 40));
+  cmd->add_option("--layout", c->layout,
+                  "A layout file (README 'Layouts'): transfers:L takes its entries for L, the trace those for "
+                  "every level");
   cmd->add_option("--cycles-per-timestep", c->cycles_per_timestep,
                   "--misses --format dramsim3: a request at timestep t issues at cycle t * C")
       ->capture_default_str()
@@ -101,9 +105,15 @@ void add_cache_command(CLI::App& app) {
                                 : "--format " + c->format + " is for --misses (the misses as a DRAM trace)");
     if (!std::has_single_bit(c->align))
       throw SpecError("--align takes a power of two, not " + std::to_string(c->align));
-    const CacheRunOptions run = c->resolved();
+    CacheRunOptions run = c->resolved();
     for (const CacheConfig& config : run.caches) check_cache_config(config);
     Schedule schedule = args->load();
+    std::optional<LayoutSpec> layout;  // outlives the run
+    if (!c->layout.empty()) {
+      layout = load_layout(c->layout);
+      check_layout_names(schedule, *layout);
+      run.layout = &*layout;
+    }
     const TraceOptions options = args->resolved();
     if (c->misses) return write_misses(schedule, options, run, *c);
     const CacheRun result = simulate_caches(schedule, options, run);

@@ -21,6 +21,7 @@ struct PlotArgs {
   std::string format = "svg";
   std::string color_by = "einsum";
   std::string elements, timesteps;  // A:B zooms
+  std::string layout;                // a layout file: y as address
   PlotOptions plot;
 };
 
@@ -69,6 +70,12 @@ void add_plot_command(CLI::App& app) {
                   "Shade the tiles this memory level holds, over their live spans");
   cmd->add_flag("--footprint", plot->plot.footprint,
                 "Under the element panels, each memory level's footprint over time (as `timeline` counts it)");
+  cmd->add_option("--layout", plot->layout,
+                  "y as address under a layout file (README 'Layouts'): --memory-level's entries, else those for "
+                  "every level; per bank where the file gives that level banks");
+  cmd->add_option("--align", plot->plot.align, "With --layout: each tensor without a base starts at a multiple of this")
+      ->capture_default_str()
+      ->check(whole_number(1, std::int64_t(1) << 40));
   cmd->add_option("--max-points", plot->plot.max_points,
                   "Past this many accesses, draw a density raster per panel")
       ->capture_default_str()
@@ -93,6 +100,11 @@ void add_plot_command(CLI::App& app) {
       plot->plot.y_to = to.value_or(-1);
     }
     plot->plot.color_by = plot->color_by == "access" ? PlotColor::access : PlotColor::einsum;
+    std::optional<LayoutSpec> layout;  // outlives build_plot
+    if (!plot->layout.empty()) {
+      layout = load_layout(plot->layout);
+      plot->plot.layout = &*layout;
+    }
     const TimeRange window = TimeSelection::from_options(options, schedule.n_timesteps).window;
     PlotData data;
     {

@@ -9,6 +9,7 @@
 #include "looptrace/support/error.hpp"
 #include "looptrace/sinks/plot.hpp"
 #include "looptrace/sinks/timeline.hpp"
+#include "looptrace/stages/layout.hpp"
 #include "looptrace/stages/tile_windows.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"
@@ -27,12 +28,18 @@ std::string PlotPanel::title() const {
   }
   out += ")";
   if (rank >= 0) full = shape[std::size_t(rank)];
+  if (y_unit == "address") return out + ", " + y_label() + " [" + std::to_string(y_first) + ", " +
+                                  std::to_string(y_first + y_size) + ")";
+  if (y_unit == "bank") full = y_full;
   if (y_first > 0 || y_size < full)
     out += ", " + y_label() + " [" + std::to_string(y_first) + ", " + std::to_string(y_first + y_size) + ")";
   return out;
 }
 
-std::string PlotPanel::y_label() const { return rank < 0 ? "element" : ranks[std::size_t(rank)]; }
+std::string PlotPanel::y_label() const {
+  if (!y_unit.empty()) return y_unit;
+  return rank < 0 ? "element" : ranks[std::size_t(rank)];
+}
 
 double PlotPanel::touched_share(std::size_t cell) const {
   const DensityRaster& r = density;
@@ -76,10 +83,17 @@ std::string einsum_color(std::size_t einsum) {
 // A raster cell that more than one colour touched (Einsums, or reads and writes).
 constexpr std::uint16_t kMixedColor = 0xFFFE;
 
-// A rank's coordinate from the flattened element, or the element itself.
+// A rank's coordinate from the flattened element, the element itself, or (a layout)
+// the address of its first byte or that address's bank.
 struct YMap {
   std::int64_t stride = 1, size = 0;  // size 0: the element
+  const TensorLayout* layout = nullptr;
+  std::uint64_t banks = 0, bank_bytes = 1;  // banks 0: the address
   std::int64_t operator()(std::int64_t element) const {
+    if (layout) {
+      const std::uint64_t a = layout->address(element);
+      return std::int64_t(banks ? a / bank_bytes % banks : a);
+    }
     return size == 0 ? element : (element / stride) % size;
   }
 };
@@ -169,6 +183,7 @@ class PlotBuilder {
                                  selection.window.to == *options.max_timesteps;
     data_.n_timesteps = s.n_timesteps;
     data_.memory_level = plot.memory_level;
+    if (plot.layout) place(summary);
     make_panels(panel_tensors(summary, options));
     if (!plot.rank.empty()) check_rank(data_.panels, plot.rank);
     if (!plot.memory_level.empty()) check_memory_level(summary, data_.panels, plot.memory_level);
@@ -177,7 +192,8 @@ class PlotBuilder {
   }
 
   PlotData run(TraceOptions options) {
-    if (too_many_to_visit(options) && rasters_from_boxes(options)) {
+    // Boxes count elements; under a layout each access is visited for its address.
+    if (!plot_.layout && too_many_to_visit(options) && rasters_from_boxes(options)) {
       if (plot_.memory_level.empty() || tiles_from_boxes(options)) {
         name_raster_series();
         return std::move(data_);
@@ -186,8 +202,8 @@ class PlotBuilder {
     }
     sample_if_too_many(options);
     // Points: their blocks from boxes too, where the windows' tiles are boxes.
-    const bool boxed_blocks =
-        !data_.raster && !plot_.memory_level.empty() && plot_.max_visited > 0 && blocks_from_boxes(options);
+    const bool boxed_blocks = !plot_.layout && !data_.raster && !plot_.memory_level.empty() && plot_.max_visited > 0 &&
+                              blocks_from_boxes(options);
     if (plot_.memory_level.empty() || boxed_blocks) {
       AccessStream stream(schedule_, options);
       for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
@@ -210,10 +226,35 @@ class PlotBuilder {
     YMap y;
   };
 
+  // Under a layout: where each tensor lies (the memory level's entries, else those for
+  // every level), and the level's banks if the file gives them.
+  void place(const TraceSummary& summary) {
+    if (!plot_.rank.empty()) throw SpecError("give --rank or --layout (y as the address), not both");
+    check_layout_names(schedule_, *plot_.layout);
+    addresses_ = AddressMap::make(schedule_, summary.tensors, plot_.align, plot_.layout, plot_.memory_level);
+    if (const LevelBanks* b = plot_.memory_level.empty() ? nullptr : plot_.layout->banks_of(plot_.memory_level)) {
+      banks_ = std::uint64_t(b->banks);
+      bank_bytes_ = b->bank_bytes > 0 ? std::uint64_t(b->bank_bytes) : kDefaultBankBytes;
+    }
+  }
+  static constexpr std::uint64_t kDefaultBankBytes = 64;  // `bank_bytes` left out: a 64-byte line
+
+  // The y range a panel covers before a zoom: elements, a rank's coordinates, the
+  // tensor's addresses (its padded span), or the banks.
+  std::pair<std::int64_t, std::int64_t> y_range(PlotPanel& p, const TensorInfo& info, int tensor) const {
+    if (!plot_.layout) return {0, p.y_size};
+    const TensorLayout& l = addresses_.layouts[std::size_t(tensor)];
+    p.y_unit = banks_ ? "bank" : "address";
+    if (banks_) return {0, p.y_full = std::int64_t(banks_)};
+    (void)info;
+    return {std::int64_t(l.base), std::int64_t(l.end())};
+  }
+
   void make_panels(const std::vector<std::string>& tensors) {
     std::vector<std::string> sizes;  // for the error of a zoom that misses every panel
     for (const auto& name : tensors) {
-      const TensorInfo& info = schedule_.tensors[std::size_t(schedule_.find_tensor(name))];
+      const int tensor = schedule_.find_tensor(name);
+      const TensorInfo& info = schedule_.tensors[std::size_t(tensor)];
       PlotPanel p;
       p.tensor = name, p.ranks = info.ranks, p.shape = info.shape, p.y_size = info.size;
       auto r = std::find(info.ranks.begin(), info.ranks.end(), plot_.rank);
@@ -222,9 +263,11 @@ class PlotBuilder {
         p.y_size = info.shape[std::size_t(p.rank)];
       }
       // The y zoom: what of [y_from, y_to) the panel has.
-      const std::int64_t lo = std::min(plot_.y_from, p.y_size);
-      const std::int64_t hi = plot_.y_to < 0 ? p.y_size : std::min(plot_.y_to, p.y_size);
-      sizes.push_back(name + " " + std::to_string(p.y_size));
+      const auto [first, end] = y_range(p, info, tensor);
+      const std::int64_t lo = std::min(std::max(plot_.y_from, first), end);
+      const std::int64_t hi = plot_.y_to < 0 ? end : std::min(plot_.y_to, end);
+      sizes.push_back(name + " " + (plot_.layout ? "[" + std::to_string(first) + ", " + std::to_string(end) + ")"
+                                                  : std::to_string(p.y_size)));
       if (hi <= lo) continue;
       p.y_first = lo, p.y_size = hi - lo;
       data_.panels.push_back(std::move(p));
@@ -255,6 +298,7 @@ class PlotBuilder {
         const TensorInfo& info = schedule_.tensors[std::size_t(t.tensor_index)];
         route.y = {info.strides[std::size_t(panel.rank)], info.shape[std::size_t(panel.rank)]};  // the whole rank: a zoom cuts y after
       }
+      if (plot_.layout) route.y = {1, 0, &addresses_.layouts[std::size_t(t.tensor_index)], banks_, bank_bytes_};
     }
     // Markers that would overlap in x read as hatching: past what fits, the raster.
     const double fit = double(plot_.width - kPlotMargins) / kMinMarkerPixels;
@@ -730,6 +774,8 @@ class PlotBuilder {
   const PlotOptions& plot_;
   PlotData data_;
   std::vector<Route> routes_;
+  AddressMap addresses_;  // with a layout
+  std::uint64_t banks_ = 0, bank_bytes_ = 1;  // > 0: y is the bank
   std::int64_t plotted_ = 0;                          // accesses of the plotted traces
   std::vector<std::vector<std::int64_t>> last_touch_;  // raster mode: per panel, per cell
 };

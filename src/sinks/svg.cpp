@@ -240,7 +240,10 @@ class SvgPicture {
       return tick_label(v) + " " + unit + (v == 1 ? "" : "s");
     };
     return "cell: " + amount(p.density.timesteps_per_column, "timestep") + " \u00d7 " +
-           amount(p.density.y_per_row, p.rank < 0 ? "element" : p.y_label() + " coordinate");
+           amount(p.density.y_per_row, p.y_unit == "address" ? "byte"
+                                         : !p.y_unit.empty() ? p.y_unit
+                                         : p.rank < 0        ? "element"
+                                                             : p.y_label() + " coordinate");
   }
 
   void panel(std::size_t i) {

@@ -7,8 +7,9 @@
 
 namespace looptrace {
 
-AddressMap default_address_map(const Schedule& s, const StreamContext& context, std::uint64_t align) {
-  return AddressMap::make(s, traced_tensors(s, context), align);
+AddressMap default_address_map(const Schedule& s, const StreamContext& context, std::uint64_t align,
+                               const LayoutSpec* layout, const std::string& level) {
+  return AddressMap::make(s, traced_tensors(s, context), align, layout, level);
 }
 
 TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t line_bytes)

@@ -83,7 +83,8 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   if (options.source == "trace") {
     auto trace = trace_pipeline(s, o);
     run.tensors = traced_tensors(s, trace.context());
-    AddressMap map = options.layout ? *options.layout : default_address_map(s, trace.context(), options.align);
+    // The compute sees no one level: the layout's entries for every level place it.
+    AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
     pull(std::move(trace) | cache_lines(line, std::move(map)), options, run, each);
     return run;
   }
@@ -93,6 +94,7 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   t.level = options.source.substr(10);
   t.line_bytes = line;
   t.align = options.align;
+  t.layout = options.layout;
   if (t.level.empty())
     throw SpecError("--source transfers:LEVEL needs a level's name (" + levels_of(s) + ")");
   if (std::find(s.memory_levels.begin(), s.memory_levels.end(), t.level) == s.memory_levels.end())

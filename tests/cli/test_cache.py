@@ -91,6 +91,64 @@ def test_selection():
     check(counts(c, "accesses", "misses", "cold") == (24, 1, 1), "only W (one line): %s" % c)
 
 
+def test_layout_moves_the_conflict():
+    # W blocked by 128 (its 3 bytes padded to one 128-byte block): W at 0x40 takes two
+    # lines, so O goes to 0xc0 (line 3, set 1). Each timestep reads I (line 0), reads W
+    # (line 1), writes O: now W and O fight over set 1 and I has set 0 alone. The totals
+    # stay (3 lines in 2 one-way sets), but the misses move from I to W: I 1 miss, 23 hits.
+    lay = harness.write("w_blocked.yaml", "layout:\n  tensors:\n    W: {block: {R: 128}}\n")
+    c = cache("--size", "128", "--ways", "1", "--align", "64", "--layout", lay)["caches"][0]
+    check(counts(c, *F) == (72, 23, 49, 3, 69, -23, 24), "blocked W: totals %s" % (counts(c, *F),))
+    t = {x["tensor"]: counts(x, *F) for x in c["tensors"]}
+    check(t == {"I": (24, 23, 1, 1, 23, -23, 0), "W": (24, 0, 24, 1, 23, 0, 0), "O": (24, 0, 24, 1, 23, 0, 24)},
+          "blocked W: per tensor %s" % t)
+    # The same file for MainMemory alone leaves the compute's cache row-major: the
+    # trace sees a layout's entries for every level only.
+    per_level = harness.write("w_main.yaml", "layout:\n  levels:\n    MainMemory: {tensors: {W: {block: {R: 128}}}}\n")
+    c = cache("--size", "128", "--ways", "1", "--align", "64", "--layout", per_level)["caches"][0]
+    t = {x["tensor"]: x["misses"] for x in c["tensors"]}
+    check(t == {"I": 24, "W": 1, "O": 24}, "a MainMemory-only layout leaves the trace's cache as before: %s" % t)
+    # A file that says what the default says: every figure as without it, byte for byte.
+    same = harness.write("row_major.yaml", "layout:\n  tensors:\n    I: {order: [P]}\n    W: {}\n")
+    for args in (["--size", "128", "--ways", "1", "--align", "64", "--curve"],
+                 ["--size", "192", "--ways", "full", "--source", "transfers:MainMemory", "--curve"]):
+        a, b = run("cache", *CONV1D, *args), run("cache", *CONV1D, *args, "--layout", same)
+        check(a.returncode == 0 and a.stdout == b.stdout, "a row-major layout file changes nothing: %s" % args)
+
+
+def test_layout_transfers_source():
+    # In front of MainMemory the cache sees exactly the addresses `transfers --layout` writes.
+    lay = harness.write("o_base.yaml", "layout:\n  levels:\n    MainMemory: {tensors: {O: {base: 0x40000}}}\n")
+    r = run("transfers", *CONV1D, "--level", "MainMemory", "--layout", lay, "--format", "dramsim3")
+    want = []
+    for x in r.stdout.splitlines():  # a full LRU cache of 3 lines: the first request of each line misses
+        a = x.split()[0]
+        if a not in want:
+            want.append(a)
+    m = run("cache", *CONV1D, "--size", "192", "--ways", "full", "--source", "transfers:MainMemory",
+            "--layout", lay, "--misses", "--format", "dramsim3")
+    got = [x.split()[0] for x in m.stdout.splitlines() if x.split()[1] == "READ"]
+    check(r.returncode == 0 and m.returncode == 0 and got == want and "0x40000" in got,
+          "transfers:MainMemory misses %s, want %s (%s)" % (got, want, m.stderr.strip()))
+
+
+def test_layout_errors():
+    # A bad layout file: the error `transfers --layout` gives, exit 2.
+    for name, text, words in [
+        ("bad_tensor.yaml", "layout:\n  tensors:\n    Q: {order: [P]}\n", "Q"),
+        ("bad_rank.yaml", "layout:\n  tensors:\n    W: {order: [P]}\n", "W"),
+        ("bad_key.yaml", "layout:\n  tensors:\n    W: {colour: red}\n", "colour"),
+    ]:
+        lay = harness.write(name, text)
+        c = run("cache", *CONV1D, "--layout", lay)
+        t = run("transfers", *CONV1D, "--level", "MainMemory", "--layout", lay)
+        check(c.returncode == 2 and words in c.stderr and name in c.stderr and c.stderr == t.stderr,
+              "cache --layout %s: exit 2 as transfers (rc %d, %s | %s)" % (name, c.returncode, c.stderr.strip(),
+                                                                            t.stderr.strip()))
+    r = run("cache", *CONV1D, "--layout", "/nonexistent/layout.yaml")
+    check(r.returncode == 2 and "layout.yaml" in r.stderr, "missing layout file: %d %s" % (r.returncode, r.stderr))
+
+
 def test_errors():
     for args, words in [
         (["--size", "1000"], "not a whole number of 64 bytes lines"),
@@ -112,7 +170,8 @@ def test_errors():
 
 def main():
     return harness.main((test_worked_example, test_transfers_source_and_hierarchy, test_curve, test_text, test_misses,
-                         test_selection, test_errors))
+                         test_selection, test_layout_moves_the_conflict, test_layout_transfers_source,
+                         test_layout_errors, test_errors))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,50 @@ def test_zoom():
               "plot %s exits 2 saying %r (got %d: %s)" % (" ".join(extra), message, r.returncode, r.stderr.strip()))
 
 
+def points_d(svg_text):
+    """The points paths' d attributes, per series."""
+    root = ET.fromstring(svg_text)
+    return {e.get("data-series"): e.get("d") for e in classes(root, "points")}
+
+
+def test_layout():
+    # T0 transposed: element [m, n0] (row-major 4m + n0) at address 8 * n0 + m. Zoomed on
+    # one address, the layout's picture has the points the row-major one has zoomed on
+    # that element (the same timesteps, one y each).
+    lay = os.path.join(TMP, "t0_transposed.yaml")
+    with open(lay, "w") as f:
+        f.write("layout:\n  tensors:\n    T0: {order: [N0, M]}\n  levels:\n    GlobalBuffer: {banks: 2, bank_bytes: 4}\n")
+    r = run("plot", *EXAMPLE, "--tensors", "T0", "--layout", lay)
+    root = ET.fromstring(r.stdout) if r.returncode == 0 else None
+    check(root is not None and [e.text for e in classes(root, "title")] == ["T0 (M=8, N0=4), address [0, 32)"]
+          and [e.text for e in classes(root, "ylabel")] == ["address"], "plot --layout: y as address (%s)" % r.stderr)
+    for a in (1, 9, 14, 31):
+        n0, m = divmod(a, 8)
+        got = run("plot", *EXAMPLE, "--tensors", "T0", "--layout", lay, "--elements", "%d:%d" % (a, a + 1))
+        want = run("plot", *EXAMPLE, "--tensors", "T0", "--elements", "%d:%d" % (4 * m + n0, 4 * m + n0 + 1))
+        check(got.returncode == 0 and points_d(got.stdout) == points_d(want.stdout) and points_d(want.stdout),
+              "address %d is T0[%d, %d]: %s vs %s" % (a, m, n0, points_d(got.stdout), points_d(want.stdout)))
+    # Per bank at GlobalBuffer (2 banks of 4 bytes): bank 0 holds addresses 0-3, 8-11, ...:
+    # m < 4. Its markers are the timesteps that read some T0[m < 4, n0].
+    trace = [json.loads(x) for x in run("trace", *EXAMPLE, "--tensors", "T0").stdout.splitlines()]
+    want = len({x["t"] for x in trace if x["coords"][0] < 4})
+    r = run("plot", *EXAMPLE, "--tensors", "T0", "--layout", lay, "--memory-level", "GlobalBuffer",
+            "--elements", "0:1")
+    root = ET.fromstring(r.stdout) if r.returncode == 0 else None
+    d = points_d(r.stdout).get("Matmul0 read", "") if root is not None else ""
+    check(root is not None and [e.text for e in classes(root, "ylabel")] == ["bank"] and d.count("h") == want,
+          "plot --layout --memory-level GlobalBuffer: per bank, bank 0 at %d timesteps (want %d; %s)" %
+          (d.count("h"), want, r.stderr.strip()))
+    for extra, message in ((["--rank", "M"], "not both"), (["--elements", "40:"], "holds no y")):
+        r = run("plot", *EXAMPLE, "--tensors", "T0", "--layout", lay, *extra)
+        check(r.returncode == 2 and message in r.stderr, "plot --layout %s: exit 2 (%s)" % (extra, r.stderr.strip()))
+    bad = os.path.join(TMP, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("layout:\n  tensors:\n    T0: {order: [M]}\n")
+    r = run("plot", *EXAMPLE, "--layout", bad)
+    check(r.returncode == 2 and "bad.yaml" in r.stderr, "a bad layout file: exit 2 naming it (%s)" % r.stderr.strip())
+
+
 def test_large_trace_is_small():
     out = os.path.join(TMP, "large.svg")
     r = run("plot", *SPECS, "-D", "N_EINSUMS=2", "-D", "M=64", "-D", "KN=64",
@@ -208,7 +252,8 @@ def test_iterations():
 def main():
     svg = None
     try:
-        for test in (test_svg_file, test_errors, test_zoom, test_large_trace_is_small, test_iterations):
+        for test in (test_svg_file, test_errors, test_zoom, test_layout, test_large_trace_is_small,
+                     test_iterations):
             svg = guarded(test) or svg
         if svg:
             guarded(test_chromium_renders, svg)

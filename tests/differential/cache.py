@@ -9,7 +9,11 @@ plainly as it can be: lists of ways, a list as the LRU stack, sets of lines.
 The accesses come from the brute-force model (model.py), ordered as the contract says
 (each timestep's reads, then its writes; traces in order; elements ascending); with
 --source transfers:L the requests are those of `looptrace transfers --level L` (their
-own differential test is movement.py). Every figure is compared: per cache the totals,
+own differential test is movement.py). Half the variants take a random layout
+(layouts.py's): the trace's addresses then come from the model's brute-force address
+table (its entries for every level), the transfers' from `transfers --layout` (whose own
+test is layouts.py), so the cache over transfers:L is checked against a cache fed exactly
+what `transfers --level L --layout FILE` writes. Every figure is compared: per cache the totals,
 per tensor and per Einsum; with --curve the misses at every power of two, per tensor,
 and the histogram.
 
@@ -26,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate  # noqa: E402
+import layouts  # noqa: E402
 import model  # noqa: E402
 import movement  # noqa: E402
 import run  # noqa: E402
@@ -163,8 +168,10 @@ def curve(stream):
 
 
 # ---------------------------------------------------------------- what the cache sees
-def trace_lines(m, kw, line, align):
-    """(t, line, write, tensor, einsum) of the trace at the compute, in the contract's order."""
+def trace_lines(m, kw, line, align, layout=None):
+    """(t, line, write, tensor, einsum) of the trace at the compute, in the contract's order.
+    Addresses: row-major as `transfers` lays tensors out here; with `layout`, the model's
+    brute-force table of its entries for every level (the compute is no one level)."""
     tensors, einsums = kw.get("tensors"), kw.get("einsums")
     N = kw.get("max_timesteps")
     order = m.summary(tensors=tensors, einsums=einsums)["tensors"]
@@ -179,9 +186,14 @@ def trace_lines(m, kw, line, align):
         for d in shapes[x]:
             count *= d
         nxt += count * size[x]
+    where = m.layout_addresses(order, align, True, layout, "") if layout is not None else None
     by_leaf = {}
     for t, li, tensor, o, c in m.raw_accesses():
-        by_leaf.setdefault((t, li, tensor, o), set()).add(run.ravel(c, shapes[tensor]))
+        if tensor not in base:  # not selected
+            continue
+        e = run.ravel(c, shapes[tensor])
+        a = base[tensor] + e * size[tensor] if where is None else where[tensor][0][tuple(c)]
+        by_leaf.setdefault((t, li, tensor, o), {})[e] = a
     frm, to = kw.get("from", 0), kw.get("to")
     out = []
     for t in range(m.n_timesteps if N is None else min(N, m.n_timesteps)):
@@ -190,8 +202,9 @@ def trace_lines(m, kw, line, align):
         for write in (False, True):
             for k, (li, tn) in enumerate(traces):
                 seen = set()
-                for e in sorted(by_leaf.get((t, li, tn, write), ())):
-                    a = base[tn] + e * size[tn]
+                elements = by_leaf.get((t, li, tn, write), {})
+                for e in sorted(elements):
+                    a = elements[e]
                     for ln in range(a // line, (a + size[tn] - 1) // line + 1):
                         if ln not in seen:
                             seen.add(ln)
@@ -199,8 +212,10 @@ def trace_lines(m, kw, line, align):
     return out
 
 
-def transfer_lines(lt, files, level, kw, line, align):
+def transfer_lines(lt, files, level, kw, line, align, layout_path=None):
+    """What `transfers --level L [--layout FILE]` writes, as the cache's stream."""
     args = ["transfers", *cache_args(files, kw), "--level", level, "--line-bytes", str(line), "--align", str(align)]
+    args += ["--layout", layout_path] if layout_path else []
     p = subprocess.run([lt, *args], capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError(f"transfers exited {p.returncode}: {p.stderr[-300:]}")
@@ -316,15 +331,28 @@ def run_case(lt, case_seed, keep):
             line, shapes = random_caches(rng)
             align = rng.choice([1, 16, 4096])
             sources = ["trace"] + ([f"transfers:{rng.choice(levels)}"] if levels and rng.random() < 0.4 else [])
+            lay, layout_path = None, None
+            if rng.random() < 0.5:  # a random layout: for every level, or for the transfers' level
+                level = sources[-1][10:] if len(sources) > 1 else (rng.choice(levels) if levels else None)
+                lay = layouts.random_layout(m, rng, level)
+                if level is None and "levels" in lay:  # no level to name: the same, for every level
+                    lay["tensors"] = lay.pop("levels")[None]
+                if lay.get("tensors") or any(lay.get("levels", {}).values()):  # (an empty map is a bad file)
+                    layout_path = os.path.join(d, f"layout-{label}.yaml")
+                    with open(layout_path, "w") as f:
+                        f.write(layouts.to_yaml(lay))
+                else:
+                    lay = None
             for source in sources:
                 args = ["cache", *cache_args(files, kw), *cli_cache_args(line, shapes), "--curve",
                         "--source", source, "--align", str(align)]
+                args += ["--layout", layout_path] if layout_path else []
                 p = subprocess.run([lt, *args], capture_output=True, text=True, timeout=120)
                 if p.returncode != 0:
                     lines.append(f"[{label} {' '.join(args[len(files) + 1:])}] exited {p.returncode}: {p.stderr[-300:]}")
                     continue
-                stream = (trace_lines(m, kw, line, align) if source == "trace"
-                          else transfer_lines(lt, files, source[10:], kw, line, align))
+                stream = (trace_lines(m, kw, line, align, lay) if source == "trace"
+                          else transfer_lines(lt, files, source[10:], kw, line, align, layout_path))
                 caches, want_curve = simulate(stream, shapes, line)
                 for e in compare(json.loads(p.stdout), caches, want_curve, source, None):
                     lines.append(f"[{label} {' '.join(args[len(files) + 1:])}] {e}")

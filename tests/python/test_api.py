@@ -296,6 +296,25 @@ def test_layout_equal_cli(tmp_path):
         looptrace.transfers(spec, "MainMemory", layout={"layout": {"tensors": {"I": {"order": ["P"]}}}})
 
 
+def test_cache_layout_equal_cli(conv, tmp_path):
+    # README "Caches": W blocked by 128 moves conv1d's conflict from W to I.
+    lay = {"layout": {"tensors": {"W": {"block": {"R": 128}}}}}
+    path = tmp_path / "w.yaml"
+    path.write_text(json.dumps(lay))
+    for kw, args in [(dict(size=128, ways=1, align=64), ["--size", "128", "--ways", "1", "--align", "64"]),
+                     (dict(size=128, ways="full", source="transfers:MainMemory"),
+                      ["--size", "128", "--ways", "full", "--source", "transfers:MainMemory"])]:
+        expected = json.loads(cli("cache", *CONV, *args, "--layout", str(path)))
+        assert looptrace.cache(conv, layout=path, **kw) == expected
+        assert looptrace.cache(conv, layout=lay, **kw) == expected
+    c = looptrace.cache(conv, size=128, ways=1, align=64, layout=lay)["caches"][0]
+    assert {t["tensor"]: t["misses"] for t in c["tensors"]} == {"I": 1, "W": 24, "O": 24}
+    curve = looptrace.cache_curve(conv, align=64, layout=lay)
+    assert list(curve["misses"]) == list(looptrace.cache_curve(conv, align=64)["misses"])  # still 3 lines in turn
+    with pytest.raises(looptrace.SpecError, match="Q"):
+        looptrace.cache(conv, layout={"layout": {"tensors": {"Q": {"order": ["P"]}}}})
+
+
 def test_trace_iterations_equal_cli(fused):
     expected = [json.loads(l) for l in cli("iterations", *MATMULS, *cli_defines(DEFINES)).splitlines()]
     leaves = looptrace.trace_iterations(fused)

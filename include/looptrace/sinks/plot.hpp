@@ -14,6 +14,7 @@
 #include "looptrace/closed_form/tile_timeline.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/layout.hpp"
 #include "looptrace/interval.hpp"
 #include "looptrace/stages/time_selection.hpp"
 
@@ -44,6 +45,12 @@ struct PlotOptions {
   // Under the element panels, each memory level's footprint over time (what
   // `timeline` draws as counters, the same numbers).
   bool footprint = false;
+  // y as address (SEMANTICS "Layouts"): each access at its first byte's address under
+  // this layout file (its entries for memory_level, else for every level), or at its
+  // bank where the file gives memory_level banks; `align` places tensors without a
+  // base. Null: y is the element. Kept alive by the caller.
+  const LayoutSpec* layout = nullptr;
+  std::uint64_t align = 4096;
   int width = 960, panel_height = 180;  // pixels
   // Called now and then while the trace streams, with the timesteps of the window done.
   std::function<void(std::int64_t timesteps_done)> progress;
@@ -85,6 +92,8 @@ struct PlotPanel {
   std::vector<std::string> ranks;
   std::vector<std::int64_t> shape;
   int rank = -1;              // the rank that y follows; -1: the flattened element
+  std::string y_unit;         // with a layout: "address" or "bank"; empty: as rank says
+  std::int64_t y_full = 0;    // y_unit "bank": the banks
   std::int64_t y_first = 0;   // y runs over [y_first, y_first + y_size): all of it, or the zoom
   std::int64_t y_size = 1;
   std::vector<PlotPoint> points;  // point mode: sorted, distinct

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,14 +43,16 @@ concept LineSource = Source<S> && std::same_as<BatchOf<S>, std::span<const LineA
 template <class S>
 concept RequestSource = Source<S> && std::same_as<ValueOf<S>, TransferRequest>;
 
-// The byte address of an element: the one place a cache computes one, so a layout
-// (AddressMap::address) replaces this body alone.
+// The byte address of an element: the one place a cache computes one, under the
+// layout stage's map (a layout file's order, blocks, padding and base, or row-major).
 inline std::uint64_t element_address(const AddressMap& map, std::uint32_t tensor, std::int64_t element) {
-  return map.base[tensor] + std::uint64_t(element) * map.bytes[tensor];
+  return map.address(tensor, element);
 }
 
-// The layout `transfers` uses for the tensors a stream traces (align: 4096 by default).
-AddressMap default_address_map(const Schedule& schedule, const StreamContext& context, std::uint64_t align = 4096);
+// The layout `transfers` uses for the tensors a stream traces (align: 4096 by default);
+// with a layout file, its entries for `level` ("" : those for every level).
+AddressMap default_address_map(const Schedule& schedule, const StreamContext& context, std::uint64_t align = 4096,
+                               const LayoutSpec* layout = nullptr, const std::string& level = "");
 
 // The lines of one timestep of accesses, in the contract's order. Memory follows one
 // timestep's tile; nothing is allocated per access once the buffers have grown.

@@ -12,6 +12,7 @@
 
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
+#include "looptrace/frontend/layout.hpp"
 #include "looptrace/stages/cache.hpp"
 #include "looptrace/stages/reuse_distances.hpp"
 
@@ -22,8 +23,9 @@ struct CacheRunOptions {
   std::string source = "trace";     // or "transfers:LEVEL"
   std::uint64_t align = 4096;       // of the default layout
   bool curve = false;
-  // --layout FILE (the layout engine): a map here replaces the default layout.
-  std::optional<AddressMap> layout;
+  // --layout FILE (null: row-major): for transfers:L its entries for L, exactly as
+  // `transfers --level L --layout FILE`; for the trace its entries for every level.
+  const LayoutSpec* layout = nullptr;
 };
 
 struct CacheRun {
