@@ -135,15 +135,15 @@ JinjaValue builtin_min(const BuiltinCall& c) { return extreme(c, true); }
 JinjaValue builtin_max(const BuiltinCall& c) { return extreme(c, false); }
 
 // sum() and prod(): `op` over the items, from the argument or keyword `start`.
-JinjaValue fold(const BuiltinCall& c, const std::string& op, JinjaValue start) {
+JinjaValue fold(const BuiltinCall& c, BinaryOp op, JinjaValue start) {
   c.expect(1, 2);
   JinjaValue total = arg(c.args, c.kwargs, 1, "start", std::move(start));
   for (const auto& x : c.ev.iterate(c.args[0])) total = binary_op(op, total, x);
   return total;
 }
 
-JinjaValue builtin_sum(const BuiltinCall& c) { return fold(c, "+", 0); }
-JinjaValue builtin_prod(const BuiltinCall& c) { return fold(c, "*", 1); }
+JinjaValue builtin_sum(const BuiltinCall& c) { return fold(c, BinaryOp::Add, 0); }
+JinjaValue builtin_prod(const BuiltinCall& c) { return fold(c, BinaryOp::Mul, 1); }
 
 JinjaValue builtin_len(const BuiltinCall& c) {
   c.expect(1, 1);
@@ -178,8 +178,8 @@ JinjaValue builtin_tuple(const BuiltinCall& c) { return items_as(c, true); }
 
 JinjaValue builtin_pow(const BuiltinCall& c) {
   c.expect(2, 3);
-  JinjaValue r = binary_op("**", c.number(0), c.number(1));
-  if (c.args.size() == 3) r = binary_op("%", r, c.number(2));
+  JinjaValue r = binary_op(BinaryOp::Pow, c.number(0), c.number(1));
+  if (c.args.size() == 3) r = binary_op(BinaryOp::Mod, r, c.number(2));
   return r;
 }
 

@@ -40,7 +40,7 @@ void expect_args(const std::string& f, const std::vector<JinjaValue>& args, std:
 // case), sequences lexicographically.
 bool less_than(const JinjaValue& a, const JinjaValue& b, bool case_sensitive) {
   if (!case_sensitive && a.is_string() && b.is_string()) return lower(a.as_string()) < lower(b.as_string());
-  return compare_op("<", a, b);
+  return compare_op(CompareOp::Lt, a, b);
 }
 
 JinjaValue attribute_of(Evaluator& ev, const JinjaValue& item, const JinjaValue& attribute) {
@@ -62,87 +62,133 @@ JinjaValue items_of(const JinjaValue& d) {
 
 // ---------------------------------------------------------------- operators
 
-JinjaValue binary_op(const std::string& op, const JinjaValue& a_, const JinjaValue& b_) {
-  const JinjaValue& a = defined(a_);
-  const JinjaValue& b = defined(b_);
-  if (op == "~") {
-    std::string s = a.str() + b.str();
-    if (s.size() > kMaxString) throw JinjaError("string too long");
-    return s;
-  }
-  if (a.is_number() && b.is_number()) {
-    if (op == "/") {
-      const double y = float_of(b);
-      if (y == 0) throw JinjaError("division by zero");
-      return float_of(a) / y;
-    }
-    if (is_integral(a) && is_integral(b)) {
-      const std::int64_t x = int_of(a), y = int_of(b);
-      if (op == "+") return add(x, y);
-      if (op == "-") return sub(x, y);
-      if (op == "*") return mul(x, y);
-      if (op == "//") return floor_div(x, y);
-      if (op == "%") return floor_mod(x, y);
-      if (op == "**") {
-        if (y >= 0) return int_pow(x, y);
-        if (x == 0) throw JinjaError("0 cannot be raised to a negative power");
-        return std::pow(double(x), double(y));
-      }
-    } else {
-      const double x = float_of(a), y = float_of(b);
-      if (op == "+") return x + y;
-      if (op == "-") return x - y;
-      if (op == "*") return x * y;
-      if (op == "//" || op == "%") {
-        if (y == 0) throw JinjaError("division by zero");
-        double m = std::fmod(x, y);
-        if (m != 0 && ((m < 0) != (y < 0))) m += y;
-        if (op == "%") return m;
-        return std::floor((x - m) / y + 0.5);  // exact floor division, as Python's divmod
-      }
-      if (op == "**") {
-        if (x == 0 && y < 0) throw JinjaError("0 cannot be raised to a negative power");
-        return std::pow(x, y);
-      }
-    }
-  }
-  if (op == "+") {
-    if (a.is_string() && b.is_string()) {
-      if (a.as_string().size() + b.as_string().size() > kMaxString) throw JinjaError("string too long");
-      return a.as_string() + b.as_string();
-    }
-    if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
-      if (a.list().size() + b.list().size() > kMaxItems) throw JinjaError("list too long");
-      JinjaList out = a.list();
-      out.insert(out.end(), b.list().begin(), b.list().end());
-      return JinjaValue(std::move(out), a.is_tuple());
-    }
-  }
-  if (op == "*") {
-    const JinjaValue* seq = a.is_string() || a.is_sequence() ? &a : b.is_string() || b.is_sequence() ? &b : nullptr;
-    const JinjaValue* count = seq == &a ? &b : &a;
-    if (seq && is_integral(*count)) {
-      const std::int64_t n = int_of(*count);
-      if (seq->is_string()) return repeat(seq->as_string(), n);
-      JinjaList out;
-      if (n > 0 && !seq->list().empty()) {
-        if (static_cast<std::size_t>(n) > kMaxItems / seq->list().size()) throw JinjaError("list too long");
-        for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq->list().begin(), seq->list().end());
-      }
-      return JinjaValue(std::move(out), seq->is_tuple());
-    }
-  }
-  if (op == "%" && a.is_string()) return printf_format(a.as_string(), b);
-  unsupported(op, a, b);
+namespace {
+
+// Python's floor division and modulo of floats, as divmod computes them.
+JinjaValue float_floor_div_mod(double x, double y, bool mod) {
+  if (y == 0) throw JinjaError("division by zero");
+  double m = std::fmod(x, y);
+  if (m != 0 && ((m < 0) != (y < 0))) m += y;
+  if (mod) return m;
+  return std::floor((x - m) / y + 0.5);  // exact floor division
 }
 
-bool compare_op(const std::string& op, const JinjaValue& a_, const JinjaValue& b_) {
-  const JinjaValue& a = defined(a_);
-  const JinjaValue& b = defined(b_);
-  if (op == "==") return a == b;
-  if (op == "!=") return !(a == b);
-  if (op == "in") return contains(b, a);
-  if (op == "not in") return !contains(b, a);
+JinjaValue op_add(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) return add(int_of(a), int_of(b));
+    return float_of(a) + float_of(b);
+  }
+  if (a.is_string() && b.is_string()) {
+    if (a.as_string().size() + b.as_string().size() > kMaxString) throw JinjaError("string too long");
+    return a.as_string() + b.as_string();
+  }
+  if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
+    if (a.list().size() + b.list().size() > kMaxItems) throw JinjaError("list too long");
+    JinjaList out = a.list();
+    out.insert(out.end(), b.list().begin(), b.list().end());
+    return JinjaValue(std::move(out), a.is_tuple());
+  }
+  unsupported("+", a, b);
+}
+
+JinjaValue op_sub(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) return sub(int_of(a), int_of(b));
+    return float_of(a) - float_of(b);
+  }
+  unsupported("-", a, b);
+}
+
+// A string, list or tuple repeated n times.
+JinjaValue repeated(const JinjaValue& seq, std::int64_t n) {
+  if (seq.is_string()) return repeat(seq.as_string(), n);
+  JinjaList out;
+  if (n > 0 && !seq.list().empty()) {
+    if (static_cast<std::size_t>(n) > kMaxItems / seq.list().size()) throw JinjaError("list too long");
+    for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.list().begin(), seq.list().end());
+  }
+  return JinjaValue(std::move(out), seq.is_tuple());
+}
+
+JinjaValue op_mul(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) return mul(int_of(a), int_of(b));
+    return float_of(a) * float_of(b);
+  }
+  const JinjaValue* seq = a.is_string() || a.is_sequence() ? &a : b.is_string() || b.is_sequence() ? &b : nullptr;
+  const JinjaValue* count = seq == &a ? &b : &a;
+  if (seq && is_integral(*count)) return repeated(*seq, int_of(*count));
+  unsupported("*", a, b);
+}
+
+JinjaValue op_div(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    const double y = float_of(b);
+    if (y == 0) throw JinjaError("division by zero");
+    return float_of(a) / y;
+  }
+  unsupported("/", a, b);
+}
+
+JinjaValue op_floor_div(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) return floor_div(int_of(a), int_of(b));
+    return float_floor_div_mod(float_of(a), float_of(b), false);
+  }
+  unsupported("//", a, b);
+}
+
+JinjaValue op_mod(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) return floor_mod(int_of(a), int_of(b));
+    return float_floor_div_mod(float_of(a), float_of(b), true);
+  }
+  if (a.is_string()) return printf_format(a.as_string(), b);
+  unsupported("%", a, b);
+}
+
+JinjaValue op_pow(const JinjaValue& a, const JinjaValue& b) {
+  if (a.is_number() && b.is_number()) {
+    if (is_integral(a) && is_integral(b)) {
+      const std::int64_t x = int_of(a), y = int_of(b);
+      if (y >= 0) return int_pow(x, y);
+      if (x == 0) throw JinjaError("0 cannot be raised to a negative power");
+      return std::pow(double(x), double(y));
+    }
+    const double x = float_of(a), y = float_of(b);
+    if (x == 0 && y < 0) throw JinjaError("0 cannot be raised to a negative power");
+    return std::pow(x, y);
+  }
+  unsupported("**", a, b);
+}
+
+JinjaValue op_concat(const JinjaValue& a, const JinjaValue& b) {
+  std::string s = a.str() + b.str();
+  if (s.size() > kMaxString) throw JinjaError("string too long");
+  return s;
+}
+
+template <class F>
+struct Operator {
+  std::string_view spelling;
+  F fn;
+};
+
+// Indexed by BinaryOp.
+constexpr Operator<JinjaValue (*)(const JinjaValue&, const JinjaValue&)> kBinary[] = {
+    {"+", op_add}, {"-", op_sub},         {"*", op_mul},  {"/", op_div},
+    {"//", op_floor_div}, {"%", op_mod}, {"**", op_pow}, {"~", op_concat},
+};
+
+bool op_eq(const JinjaValue& a, const JinjaValue& b) { return a == b; }
+bool op_ne(const JinjaValue& a, const JinjaValue& b) { return !(a == b); }
+bool op_in(const JinjaValue& a, const JinjaValue& b) { return contains(b, a); }
+bool op_not_in(const JinjaValue& a, const JinjaValue& b) { return !contains(b, a); }
+
+// <, <=, >, >=: numbers with numbers, strings with strings, sequences of one kind
+// item by item.
+template <CompareOp Op>
+bool ordered(const JinjaValue& a, const JinjaValue& b) {
   int c = 0;
   if (a.is_number() && b.is_number()) {
     if (is_integral(a) && is_integral(b)) c = int_of(a) < int_of(b) ? -1 : int_of(a) > int_of(b);
@@ -157,15 +203,72 @@ bool compare_op(const std::string& op, const JinjaValue& a_, const JinjaValue& b
     const JinjaList &x = a.list(), &y = b.list();
     std::size_t i = 0;
     while (i < x.size() && i < y.size() && x[i] == y[i]) ++i;
-    if (i < x.size() && i < y.size()) return compare_op(op, x[i], y[i]);
+    if (i < x.size() && i < y.size()) return compare_op(Op, x[i], y[i]);
     c = x.size() < y.size() ? -1 : x.size() > y.size();
   } else {
-    type_error("'" + op + "' is not supported between " + an(a) + " and " + an(b));
+    type_error("'" + std::string(spelling(Op)) + "' is not supported between " + an(a) + " and " + an(b));
   }
-  if (op == "<") return c < 0;
-  if (op == "<=") return c <= 0;
-  if (op == ">") return c > 0;
-  return c >= 0;
+  if constexpr (Op == CompareOp::Lt) return c < 0;
+  else if constexpr (Op == CompareOp::Le) return c <= 0;
+  else if constexpr (Op == CompareOp::Gt) return c > 0;
+  else return c >= 0;
+}
+
+// Indexed by CompareOp.
+constexpr Operator<bool (*)(const JinjaValue&, const JinjaValue&)> kCompare[] = {
+    {"==", op_eq},
+    {"!=", op_ne},
+    {"<", ordered<CompareOp::Lt>},
+    {"<=", ordered<CompareOp::Le>},
+    {">", ordered<CompareOp::Gt>},
+    {">=", ordered<CompareOp::Ge>},
+    {"in", op_in},
+    {"not in", op_not_in},
+};
+
+JinjaValue op_plus(const JinjaValue& v) { return v.is_bool() ? JinjaValue(int_of(v)) : v; }
+JinjaValue op_minus(const JinjaValue& v) { return v.is_float() ? JinjaValue(-v.as_float()) : JinjaValue(sub(0, int_of(v))); }
+
+// Indexed by UnaryOp.
+constexpr Operator<JinjaValue (*)(const JinjaValue&)> kUnary[] = {{"+", op_plus}, {"-", op_minus}};
+
+static_assert(std::size(kBinary) == std::size_t(BinaryOp::Concat) + 1);
+static_assert(std::size(kCompare) == std::size_t(CompareOp::NotIn) + 1);
+static_assert(std::size(kUnary) == std::size_t(UnaryOp::Minus) + 1);
+
+// The operator of `table` spelled `text`: the parser resolves each operator once.
+template <class Op, class E, std::size_t N>
+Op resolve(const E (&table)[N], std::string_view text) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (table[i].spelling == text) return static_cast<Op>(i);
+  throw JinjaError("unknown operator '" + std::string(text) + "'");
+}
+
+}  // namespace
+
+BinaryOp binary_op_of(std::string_view text) { return resolve<BinaryOp>(kBinary, text); }
+CompareOp compare_op_of(std::string_view text) { return resolve<CompareOp>(kCompare, text); }
+UnaryOp unary_op_of(std::string_view text) { return resolve<UnaryOp>(kUnary, text); }
+std::string_view spelling(BinaryOp op) { return kBinary[std::size_t(op)].spelling; }
+std::string_view spelling(CompareOp op) { return kCompare[std::size_t(op)].spelling; }
+std::string_view spelling(UnaryOp op) { return kUnary[std::size_t(op)].spelling; }
+
+JinjaValue binary_op(BinaryOp op, const JinjaValue& a_, const JinjaValue& b_) {
+  const JinjaValue& a = defined(a_);
+  const JinjaValue& b = defined(b_);
+  return kBinary[std::size_t(op)].fn(a, b);
+}
+
+bool compare_op(CompareOp op, const JinjaValue& a_, const JinjaValue& b_) {
+  const JinjaValue& a = defined(a_);
+  const JinjaValue& b = defined(b_);
+  return kCompare[std::size_t(op)].fn(a, b);
+}
+
+JinjaValue unary_op(UnaryOp op, const JinjaValue& v_) {
+  const JinjaValue& v = defined(v_);
+  if (!v.is_number()) type_error("bad operand type for unary " + std::string(spelling(op)) + ": '" + v.type_name() + "'");
+  return kUnary[std::size_t(op)].fn(v);
 }
 
 bool contains(const JinjaValue& container, const JinjaValue& item) {
@@ -331,14 +434,8 @@ JinjaValue Evaluator::eval(const Expr& e) {
       return JinjaValue(std::move(items), e.kind == ExprKind::Tuple);
     }
     case ExprKind::Dict: return dict_literal(*this, e);
-    case ExprKind::Unary: {
-      const JinjaValue v = defined(eval(*e.children[0]));
-      if (!v.is_number()) type_error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
-      if (e.name == "+") return v.is_bool() ? JinjaValue(int_of(v)) : v;
-      if (v.is_float()) return -v.as_float();
-      return sub(0, int_of(v));
-    }
-    case ExprKind::Binary: return binary_op(e.name, eval(*e.children[0]), eval(*e.children[1]));
+    case ExprKind::Unary: return unary_op(e.unary, eval(*e.children[0]));
+    case ExprKind::Binary: return binary_op(e.binary, eval(*e.children[0]), eval(*e.children[1]));
     case ExprKind::And: {
       JinjaValue lhs = eval(*e.children[0]);
       return lhs.truthy() ? eval(*e.children[1]) : lhs;

@@ -68,7 +68,7 @@ JinjaValue filter_max(const FilterCall& c) { return extreme_item(c, false); }
 JinjaValue filter_sum(const FilterCall& c) {
   const JinjaValue attribute = arg(c.args, c.kwargs, 0, "attribute");
   JinjaValue total = arg(c.args, c.kwargs, 1, "start", 0);
-  for (const auto& x : c.ev.iterate(c.v)) total = binary_op("+", total, attribute_of(c.ev, x, attribute));
+  for (const auto& x : c.ev.iterate(c.v)) total = binary_op(BinaryOp::Add, total, attribute_of(c.ev, x, attribute));
   return total;
 }
 
@@ -431,12 +431,12 @@ bool test_divisibleby(const TestCall& c) {
 }
 
 bool test_iterable(const TestCall& c) { return c.v.is_sequence() || c.v.is_string() || c.v.is_dict(); }
-bool test_eq(const TestCall& c) { return compare_op("==", c.v, c.other()); }
-bool test_ne(const TestCall& c) { return compare_op("!=", c.v, c.other()); }
-bool test_lt(const TestCall& c) { return compare_op("<", c.v, c.other()); }
-bool test_le(const TestCall& c) { return compare_op("<=", c.v, c.other()); }
-bool test_gt(const TestCall& c) { return compare_op(">", c.v, c.other()); }
-bool test_ge(const TestCall& c) { return compare_op(">=", c.v, c.other()); }
+bool test_eq(const TestCall& c) { return compare_op(CompareOp::Eq, c.v, c.other()); }
+bool test_ne(const TestCall& c) { return compare_op(CompareOp::Ne, c.v, c.other()); }
+bool test_lt(const TestCall& c) { return compare_op(CompareOp::Lt, c.v, c.other()); }
+bool test_le(const TestCall& c) { return compare_op(CompareOp::Le, c.v, c.other()); }
+bool test_gt(const TestCall& c) { return compare_op(CompareOp::Gt, c.v, c.other()); }
+bool test_ge(const TestCall& c) { return compare_op(CompareOp::Ge, c.v, c.other()); }
 
 // Jinja's tests, by name (sorted: a binary search), with the operators' spellings.
 constexpr TestEntry kTests[] = {

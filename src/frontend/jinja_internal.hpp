@@ -56,6 +56,22 @@ struct Token {
 std::vector<Token> tokenize(std::string_view text);
 std::string describe(const Token& t);
 
+// ---------------------------------------------------------------- operators
+
+// Operators as the parser resolves them, once; the evaluator dispatches on them through
+// tables indexed by these values (jinja_eval.cpp), in the order written here.
+enum class BinaryOp : std::uint8_t { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Concat };
+enum class CompareOp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
+enum class UnaryOp : std::uint8_t { Plus, Minus };
+
+// The operator spelled `text` ("//", "not in", "-"); throws for another spelling.
+BinaryOp binary_op_of(std::string_view text);
+CompareOp compare_op_of(std::string_view text);
+UnaryOp unary_op_of(std::string_view text);
+std::string_view spelling(BinaryOp op);
+std::string_view spelling(CompareOp op);
+std::string_view spelling(UnaryOp op);
+
 // ---------------------------------------------------------------- trees
 
 enum class ExprKind {
@@ -75,7 +91,9 @@ struct Expr {
   // arguments; Cond: then, condition, else (may be null); Slice: object, start, stop,
   // step (each may be null); Dict: key, value, key, value, ...
   std::vector<ExprPtr> children;
-  std::vector<std::string> ops;                         // Compare: between children
+  std::vector<CompareOp> ops;                           // Compare: between children
+  BinaryOp binary = BinaryOp::Add;                      // Binary
+  UnaryOp unary = UnaryOp::Plus;                        // Unary
   std::vector<std::pair<std::string, ExprPtr>> kwargs;  // Call, Filter, Test
   bool negated = false;                                 // Test: `is not`
   int depth = 1;
@@ -185,8 +203,9 @@ class Evaluator {
 // Python semantics shared by the evaluator and the template renderer.
 [[noreturn]] void fail_undefined(const JinjaValue& v);
 const JinjaValue& defined(const JinjaValue& v);  // throws for an undefined value
-JinjaValue binary_op(const std::string& op, const JinjaValue& a, const JinjaValue& b);
-bool compare_op(const std::string& op, const JinjaValue& a, const JinjaValue& b);
+JinjaValue binary_op(BinaryOp op, const JinjaValue& a, const JinjaValue& b);
+bool compare_op(CompareOp op, const JinjaValue& a, const JinjaValue& b);
+JinjaValue unary_op(UnaryOp op, const JinjaValue& v);
 bool contains(const JinjaValue& container, const JinjaValue& item);
 std::string printf_format(const std::string& format, const JinjaValue& args);
 bool is_builtin_global(std::string_view name, bool python_mode);
