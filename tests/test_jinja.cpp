@@ -746,3 +746,17 @@ TEST_CASE("jinja: {% import %}, {% from ... import %} and {% include %} through 
   // Without a loader (plain render_jinja), they are errors.
   CHECK(contains(error_of("{% import 'conv.yaml' as c %}").message(), "only spec files can load templates"));
 }
+
+// The parser resolves each operator once and the evaluator dispatches through a table:
+// each spelling must reach its own operation (a table out of step with its enum fails here).
+TEST_CASE("jinja: every operator reaches its own operation") {
+  CHECK(render("{{ 7 + 2 }},{{ 7 - 2 }},{{ 7 * 2 }},{{ 7 / 2 }},{{ -7 // 2 }},{{ -7 % 3 }},{{ 2 ** 3 }},{{ 7 ~ 2 }}") ==
+        "9,5,14,3.5,-4,2,8,72");
+  CHECK(render("{{ 1 == 1 }},{{ 1 != 1 }},{{ 1 < 2 }},{{ 2 <= 1 }},{{ 2 > 1 }},{{ 1 >= 2 }},{{ 1 in [1] }},"
+               "{{ 1 not in [1] }}") == "True,False,True,False,True,False,True,False");
+  CHECK(render("{{ [1, 2] < [1, 3] }},{{ 2 >= 2 }},{{ -(3) }},{{ +True }},{{ 1 < 2 < 3 }}") == "True,True,-3,1,True");
+  // Messages still spell the operator as written.
+  CHECK(contains(error_of("{{ 'a' - 1 }}").message(), "unsupported operand types for -: 'str' and 'int'"));
+  CHECK(contains(error_of("{{ [1] >= 'a' }}").message(), "'>=' is not supported between"));
+  CHECK(contains(error_of("{{ -'a' }}").message(), "bad operand type for unary -: 'str'"));
+}

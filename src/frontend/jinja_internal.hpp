@@ -2,7 +2,9 @@
 // templates (jinja.cpp) and Python-style spec values (evaluate_python_expression) share.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +56,22 @@ struct Token {
 std::vector<Token> tokenize(std::string_view text);
 std::string describe(const Token& t);
 
+// ---------------------------------------------------------------- operators
+
+// Operators as the parser resolves them, once; the evaluator dispatches on them through
+// tables indexed by these values (jinja_eval.cpp), in the order written here.
+enum class BinaryOp : std::uint8_t { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Concat };
+enum class CompareOp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
+enum class UnaryOp : std::uint8_t { Plus, Minus };
+
+// The operator spelled `text` ("//", "not in", "-"); throws for another spelling.
+BinaryOp binary_op_of(std::string_view text);
+CompareOp compare_op_of(std::string_view text);
+UnaryOp unary_op_of(std::string_view text);
+std::string_view spelling(BinaryOp op);
+std::string_view spelling(CompareOp op);
+std::string_view spelling(UnaryOp op);
+
 // ---------------------------------------------------------------- trees
 
 enum class ExprKind {
@@ -73,7 +91,9 @@ struct Expr {
   // arguments; Cond: then, condition, else (may be null); Slice: object, start, stop,
   // step (each may be null); Dict: key, value, key, value, ...
   std::vector<ExprPtr> children;
-  std::vector<std::string> ops;                         // Compare: between children
+  std::vector<CompareOp> ops;                           // Compare: between children
+  BinaryOp binary = BinaryOp::Add;                      // Binary
+  UnaryOp unary = UnaryOp::Plus;                        // Unary
   std::vector<std::pair<std::string, ExprPtr>> kwargs;  // Call, Filter, Test
   bool negated = false;                                 // Test: `is not`
   int depth = 1;
@@ -183,11 +203,85 @@ class Evaluator {
 // Python semantics shared by the evaluator and the template renderer.
 [[noreturn]] void fail_undefined(const JinjaValue& v);
 const JinjaValue& defined(const JinjaValue& v);  // throws for an undefined value
-JinjaValue binary_op(const std::string& op, const JinjaValue& a, const JinjaValue& b);
-bool compare_op(const std::string& op, const JinjaValue& a, const JinjaValue& b);
+JinjaValue binary_op(BinaryOp op, const JinjaValue& a, const JinjaValue& b);
+bool compare_op(CompareOp op, const JinjaValue& a, const JinjaValue& b);
+JinjaValue unary_op(UnaryOp op, const JinjaValue& v);
 bool contains(const JinjaValue& container, const JinjaValue& item);
 std::string printf_format(const std::string& format, const JinjaValue& args);
 bool is_builtin_global(std::string_view name, bool python_mode);
+
+// ---------------------------------------------------------------- shared helpers
+
+using Kwargs = std::vector<std::pair<std::string, JinjaValue>>;
+
+[[noreturn]] inline void type_error(const std::string& message) { throw JinjaError(message); }
+
+// Python's integers in 64 bits, checked (jinja_int.cpp); bools count as ints.
+bool is_integral(const JinjaValue& v);
+std::int64_t int_of(const JinjaValue& v);
+double float_of(const JinjaValue& v);
+[[noreturn]] void overflow();
+std::int64_t add(std::int64_t a, std::int64_t b);
+std::int64_t sub(std::int64_t a, std::int64_t b);
+std::int64_t mul(std::int64_t a, std::int64_t b);
+std::int64_t floor_div(std::int64_t x, std::int64_t y);
+std::int64_t floor_mod(std::int64_t x, std::int64_t y);
+std::int64_t int_pow(std::int64_t base, std::int64_t exp);
+std::int64_t to_int(const JinjaValue& v, int base = 10);  // Python's int()
+double to_float(const JinjaValue& v);                     // Python's float()
+double round_half_even(double x, std::int64_t digits);    // Python's round()
+
+// Python's string operations (jinja_strings.cpp).
+std::string repeat(const std::string& s, std::int64_t n);
+std::vector<std::string> characters(const std::string& s);  // UTF-8 code points
+std::string lower(std::string s);
+std::string upper(std::string s);
+std::string strip(const std::string& s, const std::string* chars, bool left, bool right);
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, std::int64_t count);
+std::vector<std::string> split(const std::string& s, const JinjaValue& sep, std::int64_t max_split);
+JinjaValue string_list(const std::vector<std::string>& items);
+std::string html_escape(const std::string& s);
+std::string title_case(const std::string& s);
+std::string capitalize(const std::string& s);
+std::string python_format(const std::string& f, const std::vector<JinjaValue>& args, const Kwargs& kwargs);
+
+// Jinja's tojson (jinja_json.cpp).
+std::string json_quote(const std::string& s);
+std::string to_json(const JinjaValue& v, int indent, int level);
+
+// Arguments and values (jinja_eval.cpp).
+[[noreturn]] void unsupported(const std::string& op, const JinjaValue& a, const JinjaValue& b);
+const JinjaValue* kwarg(const Kwargs& kwargs, std::string_view name);
+// Argument `index` or keyword `name`, or `fallback`.
+JinjaValue arg(const std::vector<JinjaValue>& args, const Kwargs& kwargs, std::size_t index,
+               std::string_view name, JinjaValue fallback = {});
+void expect_args(const std::string& f, const std::vector<JinjaValue>& args, std::size_t lo, std::size_t hi);
+bool less_than(const JinjaValue& a, const JinjaValue& b, bool case_sensitive = true);
+JinjaValue attribute_of(Evaluator& ev, const JinjaValue& item, const JinjaValue& attribute);
+JinjaValue items_of(const JinjaValue& d);
+bool has_method(const JinjaValue& self, std::string_view name);  // jinja_methods.cpp
+// The built-in abs() of one value, for the abs filter (jinja_builtins.cpp).
+JinjaValue builtin_abs_of(Evaluator& ev, const JinjaValue& v);
+
+// A name -> function table, sorted by name so that a lookup is a binary search.
+template <class F>
+struct Named {
+  std::string_view name;
+  F fn;
+};
+
+template <class E, std::size_t N>
+constexpr bool sorted_by_name(const E (&table)[N]) {
+  return std::is_sorted(std::begin(table), std::end(table), [](const E& a, const E& b) { return a.name < b.name; });
+}
+
+// The entry of `table` named `name`, or null.
+template <class E, std::size_t N>
+const E* find_named(const E (&table)[N], std::string_view name) {
+  const E* it = std::lower_bound(std::begin(table), std::end(table), name,
+                                 [](const E& e, std::string_view n) { return e.name < n; });
+  return it != std::end(table) && it->name == name ? it : nullptr;
+}
 
 }  // namespace jinja
 }  // namespace looptrace

@@ -357,7 +357,7 @@ ExprPtr ExprParser::compare() {
   const std::size_t offset = peek().offset;
   ExprPtr first = math1();
   std::vector<ExprPtr> operands;
-  std::vector<std::string> ops;
+  std::vector<CompareOp> ops;
   for (;;) {
     const Token& t = peek();
     std::string op;
@@ -375,7 +375,7 @@ ExprPtr ExprParser::compare() {
       break;
     }
     if (operands.empty()) operands.push_back(std::move(first));
-    ops.push_back(std::move(op));
+    ops.push_back(compare_op_of(op));
     operands.push_back(math1());
   }
   if (operands.empty()) return first;
@@ -389,6 +389,7 @@ ExprPtr ExprParser::math1() {
   while (at_op("+") || at_op("-")) {
     const Token t = next();
     e = make_expr(ExprKind::Binary, t.offset, t.text, list_of(std::move(e), concat()));
+    e->binary = binary_op_of(t.text);
   }
   return e;
 }
@@ -398,6 +399,7 @@ ExprPtr ExprParser::concat() {
   while (at_op("~")) {
     const Token t = next();
     e = make_expr(ExprKind::Binary, t.offset, "~", list_of(std::move(e), math2()));
+    e->binary = BinaryOp::Concat;
   }
   return e;
 }
@@ -407,6 +409,7 @@ ExprPtr ExprParser::math2() {
   while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
     const Token t = next();
     e = make_expr(ExprKind::Binary, t.offset, t.text, list_of(std::move(e), power()));
+    e->binary = binary_op_of(t.text);
   }
   return e;
 }
@@ -417,6 +420,7 @@ ExprPtr ExprParser::power() {
   while (at_op("**")) {
     const Token t = next();
     e = make_expr(ExprKind::Binary, t.offset, "**", list_of(std::move(e), unary(true)));
+    e->binary = BinaryOp::Pow;
   }
   return e;
 }
@@ -428,6 +432,7 @@ ExprPtr ExprParser::unary(bool with_filter) {
     const Token t = next();
     DepthGuard guard(depth_);
     e = make_expr(ExprKind::Unary, t.offset, t.text, list_of(unary(false)));
+    e->unary = unary_op_of(t.text);
   } else {
     e = postfix(primary());
   }
