@@ -20,7 +20,6 @@ and the histogram.
 usage: cache.py --looptrace build/src/looptrace [--count 30] [--seed 5] [--only SEED]...
                 [--jobs 2] [--keep DIR]
 Ends with 'N passed, M failed'."""
-import argparse
 import json
 import os
 import subprocess
@@ -358,23 +357,15 @@ def run_case(lt, case_seed, keep):
                     lines.append(f"[{label} {' '.join(args[len(files) + 1:])}] {e}")
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
-    lines = [f"FAIL seed={case_seed} {x}" for x in lines]
-    run.keep_if_failed(d, keep, case_seed, lines)
-    return lines
+    return run.failures_of(d, keep, case_seed, lines)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--looptrace", required=True)
-    ap.add_argument("--count", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--only", type=int, action="append")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--keep", default="/tmp/cachefail")
+    ap = run.case_arguments(30, 5, "/tmp/cachefail")
     a = ap.parse_args()
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
-    seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
+    seeds = run.case_seeds(a)
     sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep), seeds, a.jobs))
 
 

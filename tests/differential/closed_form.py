@@ -13,7 +13,6 @@ the sample, so the counts and spans are checked against `looptrace trace` with t
 options (the enumerating engine). Then the summaries of N shards merged with
 `looptrace merge` and `--threads 3` must equal the unsharded summary byte for byte.
 Ends with 'N passed, M failed'."""
-import argparse
 import json
 import os
 import subprocess
@@ -209,26 +208,18 @@ def run_case(lt, case_seed, keep):
         lines += check_merge(lt, files, {"from": a // 2, "to": a}, rng.randint(2, 4), "compact", d)
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
-    lines = [f"FAIL seed={case_seed} {l}" for l in lines]
-    run.keep_if_failed(d, keep, case_seed, lines)
-    return lines
+    return run.failures_of(d, keep, case_seed, lines)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--looptrace", required=True)
-    ap.add_argument("--count", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only", type=int, action="append")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--keep", default="/tmp/closedformfail")
+    ap = run.case_arguments(60, 7, "/tmp/closedformfail")
     ap.add_argument("--spatial", type=float, default=run.generate.OPTIONS["spatial"],
                     help="probability that a generated loop is spatial")
     a = ap.parse_args()
     run.generate.OPTIONS["spatial"] = a.spatial
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
-    seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
+    seeds = run.case_seeds(a)
     sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep), seeds, a.jobs))
 
 

@@ -18,7 +18,6 @@ block_order, pad, base, align; for every level or this one), then
 usage: layouts.py --looptrace build/src/looptrace [--count 30] [--seed 29] [--only CASESEED]...
                   [--jobs 2] [--keep DIR]
 Ends with 'N passed, M failed'."""
-import argparse
 import collections
 import json
 import os
@@ -202,23 +201,15 @@ def run_case(lt, case_seed, keep):
                         lines += [f"{tag} permutation: {e}" for e in permutation_check(rm, got, where_rm, where_lay)]
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
-    lines = [f"FAIL seed={case_seed} {l}" for l in lines]
-    run.keep_if_failed(d, keep, case_seed, lines)
-    return lines
+    return run.failures_of(d, keep, case_seed, lines)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--looptrace", required=True)
-    ap.add_argument("--count", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=29)
-    ap.add_argument("--only", type=int, action="append")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--keep", default="/tmp/layoutfail")
+    ap = run.case_arguments(30, 29, "/tmp/layoutfail")
     a = ap.parse_args()
     model.OPTIONS["CLIP_AT_P"] = False
     lt = os.path.abspath(a.looptrace)
-    seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
+    seeds = run.case_seeds(a)
     sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep), seeds, a.jobs))
 
 

@@ -19,7 +19,6 @@ Byte figures: the generated specs vary bits_per_value (a number, a dict by All /
 'A | B', a per-access value) when looptrace reports byte fields at all (it is asked
 once); otherwise the byte checks are skipped with a NOTE line, and --require-bytes makes
 that a failure. Ends with 'N passed, M failed'."""
-import argparse
 import collections
 import copy
 import json
@@ -318,19 +317,11 @@ def run_case(lt, case_seed, keep, with_bytes):
             lines += check_transfers(lt, files, m, rng.choice(lonely), {}, "no-children", with_bytes)[0]
     except Exception as e:  # one broken invocation must not hide the rest
         lines.append(f"exception: {type(e).__name__}: {e}")
-    lines = [f"FAIL seed={case_seed} {l}" for l in lines]
-    run.keep_if_failed(d, keep, case_seed, lines)
-    return lines
+    return run.failures_of(d, keep, case_seed, lines)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--looptrace", required=True)
-    ap.add_argument("--count", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--only", type=int, action="append")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--keep", default="/tmp/movementfail")
+    ap = run.case_arguments(40, 11, "/tmp/movementfail")
     ap.add_argument("--spatial", type=float, default=generate.OPTIONS["spatial"],
                     help="probability that a generated loop is spatial")
     ap.add_argument("--require-bytes", action="store_true",
@@ -345,7 +336,7 @@ def main():
         print("NOTE: looptrace gives no byte figures for bits_per_value: byte checks skipped"
               + (" (a failure with --require-bytes)" if a.require_bytes else ""))
         failed += a.require_bytes
-    seeds = a.only or [a.seed * 100000 + i for i in range(a.count)]
+    seeds = run.case_seeds(a)
     sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed))
 
 

@@ -205,6 +205,31 @@ def run_seeds(case, seeds, jobs, failed=0):
     return 1 if failed else 0
 
 
+def case_arguments(count, seed, keep):
+    """The options every differential script takes (--looptrace, --count, --seed, --only,
+    --jobs, --keep), with its defaults; a script adds its own to the parser returned."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--looptrace", required=True)
+    ap.add_argument("--count", type=int, default=count)
+    ap.add_argument("--seed", type=int, default=seed)
+    ap.add_argument("--only", type=int, action="append")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", default=keep)
+    return ap
+
+
+def case_seeds(a):
+    """The case seeds of parsed arguments: --only, else --count of them from --seed."""
+    return a.only or [a.seed * 100000 + i for i in range(a.count)]
+
+
+def failures_of(d, keep, case_seed, lines):
+    """A case's failure lines, prefixed with its seed; its folder d kept if it failed."""
+    lines = [f"FAIL seed={case_seed} {x}" for x in lines]
+    keep_if_failed(d, keep, case_seed, lines)
+    return lines
+
+
 def run_case(lt, case_seed, max_accesses, max_t, keep):
     g, m, rng = small_case(case_seed, max_accesses, max_t)
     d = tempfile.mkdtemp(prefix=f"diff{case_seed}-")
