@@ -33,6 +33,21 @@ std::vector<std::pair<std::string, CacheCounts>> einsum_counts(const CacheReport
   return out;
 }
 
+// One object per traced tensor, in the run's order: {"tensor": name, ...what fill adds}.
+template <class Fill>
+json per_tensor(const CacheRun& run, const Schedule& s, Fill fill) {
+  json out = json::array();
+  for (const std::string& name : run.tensors) {
+    const int t = s.find_tensor(name);
+    if (t < 0) continue;
+    json x;
+    x["tensor"] = name;
+    fill(x, std::uint32_t(t));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 json cache_object(const CacheRun& run, const CacheReport& r, const Schedule& s) {
   json c;
   c["name"] = r.config.name;
@@ -44,16 +59,7 @@ json cache_object(const CacheRun& run, const CacheReport& r, const Schedule& s) 
   c["write_policy"] = r.config.write_back ? "write-back" : "write-through";
   c["write_allocate"] = r.config.write_allocate;
   put_counts(c, r.total, true);
-  json tensors = json::array();
-  for (const std::string& name : run.tensors) {
-    const int t = s.find_tensor(name);
-    if (t < 0) continue;
-    json x;
-    x["tensor"] = name;
-    put_counts(x, r.tensors[std::size_t(t)], true);
-    tensors.push_back(std::move(x));
-  }
-  c["tensors"] = std::move(tensors);
+  c["tensors"] = per_tensor(run, s, [&](json& x, std::uint32_t t) { put_counts(x, r.tensors[t], true); });
   json einsums = json::array();
   if (run.source == "trace" && &r == &run.caches.front())
     for (const auto& [name, counts] : einsum_counts(r, s)) {
@@ -80,17 +86,10 @@ json curve_json(const CacheRun& run, const Schedule& s) {
   c["lines"] = lines;
   c["bytes"] = bytes;
   c["misses"] = misses;
-  json tensors = json::array();
-  for (const std::string& name : run.tensors) {
-    const int t = s.find_tensor(name);
-    if (t < 0) continue;
-    json x;
-    x["tensor"] = name;
-    x["accesses"] = d.tensor_accesses(std::uint32_t(t));
-    x["misses"] = d.misses_at_powers(std::uint32_t(t));
-    tensors.push_back(std::move(x));
-  }
-  c["tensors"] = std::move(tensors);
+  c["tensors"] = per_tensor(run, s, [&](json& x, std::uint32_t t) {
+    x["accesses"] = d.tensor_accesses(t);
+    x["misses"] = d.misses_at_powers(t);
+  });
   json histogram = json::array();  // [distance, accesses] where accesses > 0
   const auto& h = d.histogram();
   for (std::size_t k = 0; k < h.size(); ++k)
