@@ -467,6 +467,34 @@ void boxes_in(const Schedule& sched, const NodeParts& node, const Slot& slot, co
   }
 }
 
+// pieces -= e: each piece less the box e, as at most two boxes per rank (`cut`: scratch).
+void subtract_box(std::vector<Box>& pieces, const Box& e, std::vector<Box>& cut) {
+  cut.clear();
+  for (Box rest : pieces) {
+    bool overlap = true;
+    for (std::size_t r = 0; r < rest.size() && overlap; ++r)
+      overlap = overlaps(rest[r], e[r]);
+    if (!overlap) {
+      cut.push_back(rest);
+      continue;
+    }
+    for (std::size_t r = 0; r < rest.size(); ++r) {
+      if (rest[r].from < e[r].from) {
+        cut.push_back(rest), cut.back()[r].to = e[r].from;
+        rest[r].from = e[r].from;
+      }
+      if (rest[r].to > e[r].to) {
+        cut.push_back(rest), cut.back()[r].from = e[r].to;
+        rest[r].to = e[r].to;
+      }
+    }  // what is left of rest lies inside e: gone
+  }
+  if (cut.size() > (std::size_t(1) << 16))
+    throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
+                             "--method enumerate gives the trace");
+  pieces.swap(cut);
+}
+
 // The elements in both boxes, in `out`; false when none.
 bool intersect_into(const Box& a, const Box& b, Box& out) {
   out.resize(a.size());
@@ -503,11 +531,12 @@ Wide size_of(std::initializer_list<const std::vector<Box>*> sets) {
 // else [a, b) is halved. At one timestep the first is exact: reads come before writes.
 // Each step is a few unions of boxes, so a stretch costs as many steps as it has
 // timesteps where reads and writes of the same elements meet (times log of its length).
+// With `sets`, the elements too, as boxes (per stretch counted, R(b) less R(a) and W(a)).
 class FirstReads {
  public:
   FirstReads(const Schedule& sched, const NodeParts& node, const Slot& slot, const std::vector<Box>* within,
-             std::int64_t& budget, const std::string& tensor)
-      : sched_(sched), node_(node), slot_(slot), within_(within), budget_(budget), tensor_(tensor) {}
+             std::int64_t& budget, const std::string& tensor, std::vector<Box>* sets = nullptr)
+      : sched_(sched), node_(node), slot_(slot), within_(within), budget_(budget), tensor_(tensor), sets_(sets) {}
 
   Wide count(const TimeRange& span) {
     from_ = span.from;
@@ -529,10 +558,11 @@ class FirstReads {
     reads(b, true, rb);
     boxes_in(sched_, node_, slot_, {from_, a}, true, wa);
     const Wide up = size_of({&rb, &ra, &wa}) - size_of({&ra, &wa});
-    if (up == 0 || b - a == 1) return up;
+    if (up == 0) return up;
+    if (b - a == 1) return take(up, rb, ra, wa);
     boxes_in(sched_, node_, slot_, {from_, b}, true, wb);
     const Wide lo = size_of({&rb, &ra, &wb}) - size_of({&ra, &wb});
-    if (lo == up) return up;
+    if (lo == up) return take(up, rb, ra, wa);
     const std::int64_t mid = a + (b - a) / 2;
     return between(a, mid) + between(mid, b);
   }
@@ -543,7 +573,21 @@ class FirstReads {
   const std::vector<Box>* within_;
   std::int64_t& budget_;
   const std::string& tensor_;
+  std::vector<Box>* sets_;
   std::int64_t from_ = 0;
+  std::vector<Box> pieces_, cut_;
+
+  // A stretch counted: its elements, rb less ra and wa, to `sets`.
+  Wide take(Wide n, const std::vector<Box>& rb, const std::vector<Box>& ra, const std::vector<Box>& wa) {
+    if (!sets_) return n;
+    for (const Box& b : rb) {
+      pieces_.assign(1, b);
+      for (const std::vector<Box>* minus : {&ra, &wa})
+        for (const Box& e : *minus) subtract_box(pieces_, e, cut_);
+      sets_->insert(sets_->end(), pieces_.begin(), pieces_.end());
+    }
+    return n;
+  }
 };
 
 // One node's windows in closed form: the windows seen by the traced window in time
@@ -836,8 +880,16 @@ struct SlotWindows::Impl {
       for (std::size_t i = 0; i < parts.leaves.size(); ++i) iterations[i] = iterations_in(*parts.leaves[i], window);
       cut_window_boxes(*sched, parts, slot, iterations, boxes);
     }
-    // Fills: what each reading phase touches less what any earlier phase touched.
     fills.clear(), drains.clear(), earlier.clear();
+    if (slot.concurrent || slot.interleaved()) {  // the phases do not order the accesses
+      for (std::size_t q = 0; q < slot.parts.size(); ++q)
+        if (slot.parts[q].write) drains.insert(drains.end(), boxes[q].begin(), boxes[q].end());
+      std::int64_t unbounded = std::numeric_limits<std::int64_t>::max();  // a window's cost, as enumerating
+      FirstReads(*sched, parts, slot, nullptr, unbounded, sched->tensors[tensor].name, &fills).count(window);
+      if (read_back) add_read_backs(slot);
+      return;
+    }
+    // Fills: what each reading phase touches less what any earlier phase touched.
     std::size_t p = 0;
     for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
       const std::size_t first = p;
@@ -874,35 +926,10 @@ struct SlotWindows::Impl {
   }
   bool read_back = false;
   TimeRange clip;
+  std::uint32_t tensor = 0;
   std::vector<Box> before;
   std::vector<Box> earlier, pieces, cut;
-  // pieces -= e: each piece less the box e, as at most two boxes per rank.
-  void subtract(const Box& e) {
-    cut.clear();
-    for (Box rest : pieces) {
-      bool overlap = true;
-      for (std::size_t r = 0; r < rest.size() && overlap; ++r)
-        overlap = overlaps(rest[r], e[r]);
-      if (!overlap) {
-        cut.push_back(rest);
-        continue;
-      }
-      for (std::size_t r = 0; r < rest.size(); ++r) {
-        if (rest[r].from < e[r].from) {
-          cut.push_back(rest), cut.back()[r].to = e[r].from;
-          rest[r].from = e[r].from;
-        }
-        if (rest[r].to > e[r].to) {
-          cut.push_back(rest), cut.back()[r].from = e[r].to;
-          rest[r].to = e[r].to;
-        }
-      }  // what is left of rest lies inside e: gone
-    }
-    if (cut.size() > (std::size_t(1) << 16))
-      throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
-                               "--method enumerate gives the trace");
-    pieces.swap(cut);
-  }
+  void subtract(const Box& e) { subtract_box(pieces, e, cut); }
 };
 
 SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint32_t tensor,
@@ -915,13 +942,9 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
   m.parts = parts_below(sched, storage, {tensor}, einsums);
   m.read_back = partial_sums && sched.parent(storage, sched.tensors[tensor].name) >= 0;
   m.clip = clip;
-  if (m.parts.slots.front().concurrent)
-    throw NotClosed{"leaves that read and write tensor '" + sched.tensors[tensor].name + "' run at the same time"};
+  m.tensor = tensor;
   // Phases one after the other: a reader's fills are its boxes less the earlier
-  // phases'. Interleaved under shared loops, they would be per iteration: not here.
-  if (m.parts.slots.front().interleaved())
-    throw NotClosed{"a writer and a reader of tensor '" + sched.tensors[tensor].name +
-                    "' interleave under loops inside the node"};
+  // phases'. Interleaved under shared loops or running at once, FirstReads gives them.
   // Transfers stream: a window found not to be a box half-way would be too late to
   // enumerate instead, so what could fail in some window is refused here.
   for (const Part& part : m.parts.slots.front().parts) {
