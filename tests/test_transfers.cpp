@@ -174,19 +174,23 @@ TEST_CASE("transfers: the boxes and the enumeration give the same requests") {
            {"conv2d.workload.yaml", "conv2d.mapping.yaml"},
            {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
            {"matmuls.yaml", "matmul_imperfect.mapping.yaml"},
-           {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"}}) {
+           {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"},
+           {"matvecs.yaml", "fused_matvecs_to_simple_tiled.mapping.yaml"},  // a writer and a reader interleaved
+           {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"}}) {              // ... and running at once
     CAPTURE(files[1]);
     const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
                                                   {"KN", std::int64_t(4)}});
     for (const std::string& lv : s.memory_levels) {
       if (children_of(s, lv, {}).empty()) continue;
       CAPTURE(lv);
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 6; ++variant) {
         TraceOptions o;
-        if (variant == 1) o.max_timesteps = s.n_timesteps / 2 + 1;  // windows cut at the prefix
-        if (variant == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+        if (variant % 3 == 1) o.max_timesteps = s.n_timesteps / 2 + 1;  // windows cut at the prefix
+        if (variant % 3 == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
         CAPTURE(variant);
-        TransferOptions boxes = level(lv, 4), enumerated = boxes;
+        TransferOptions boxes = level(lv, 4);
+        boxes.partial_sums = variant >= 3;
+        TransferOptions enumerated = boxes;
         enumerated.enumerate = true;
         auto stage = transfer_pipeline(s, o, boxes);
         CHECK(stage.closed_form());
