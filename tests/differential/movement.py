@@ -9,10 +9,12 @@ usage: movement.py --looptrace build/src/looptrace [--count 40] [--seed 11] [--o
 Per case: `movement` JSON (the closed form, and `--method enumerate`, which must agree
 with it) with no filter, --max-timesteps prefixes, --tensors (a level
 whose tensors are all filtered out is absent), --einsums, --from/--to windows (windows
-cut at the edges count as windows of their own) and --shard; then, for each level with
-children, `transfers --format jsonl` with --line-bytes 1 and a larger line, a prefix, a
-window and a tensor filter, and --shard I/N outputs that must concatenate to the whole
-output byte for byte. Requests are compared in order by (t, op, address); requests
+cut at the edges count as windows of their own) and --shard, and --partial-sums (the
+read-backs, README "Data movement") on the whole run and two of those; then, for each
+level with children, `transfers --format jsonl` with --line-bytes 1 and a larger line,
+a prefix, a window and a tensor filter, --partial-sums (the read-backs with the fills)
+on the whole trace and a window, and --shard I/N outputs that must concatenate to the
+whole output byte for byte. Requests are compared in order by (t, op, address); requests
 that tie on all three are compared as a multiset (their order is not specified).
 
 Byte figures: the generated specs vary bits_per_value (a number, a dict by All / name /
