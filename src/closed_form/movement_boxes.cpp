@@ -551,8 +551,8 @@ class FirstReads {
   Wide between(std::int64_t a, std::int64_t b) {
     if (a >= b) return 0;
     if (--budget_ < 0)
-      throw NotClosed{"the first accesses of tensor '" + tensor_ +
-                      "' by readers and writers running at once need more than 2^16 steps"};
+      throw NotClosed{"ordering the reads and writes of tensor '" + tensor_ +
+                      "' (leaves running at once or interleaved) takes more than 2^16 halvings of time"};
     std::vector<Box> ra, wa, rb, wb;
     reads(a, false, ra);
     reads(b, true, rb);
