@@ -704,3 +704,43 @@ mapping:
     CHECK(figures(summarize_movement(s, cut, how)) == figures(c));
   }
 }
+
+TEST_CASE("movement: partial sums of a !Pipeline producer and consumer, by hand") {
+  // As above, but the loop above GlobalBuffer reduces I over k: I[m] = A[m, k], with
+  // Z[m] = I[m] * B[k] alongside. Each window fills I[0] (read at t = 0 before its
+  // write) and writes I[1..4) first. With partial sums, window 1 reads back those 3,
+  // which window 0 drained, but not I[0], which it reads first: fills 2 + 3.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 4}
+  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I]}
+  - !Pipeline
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 2}
+      - !Compute {einsum: I}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Compute {einsum: Z}
+)");
+  for (const bool partial_sums : {false, true}) {
+    CAPTURE(partial_sums);
+    MovementOptions how;
+    how.partial_sums = partial_sums;
+    const MovementReport r = summarize_movement(s, {}, how);
+    CHECK(r.enumerated.empty());
+    const TensorMovement& gb = at(r, "GlobalBuffer", "I");
+    CHECK(gb.windows == 2);
+    CHECK(gb.drains == 8);
+    CHECK(gb.fills == (partial_sums ? 5 : 2));
+    how.method = MovementMethod::enumerate;
+    CHECK(figures(summarize_movement(s, {}, how)) == figures(r));
+  }
+}
