@@ -136,7 +136,12 @@ json movement_json(const MovementReport& r) {
   out["levels"] = levels;
   out["method"] = r.method == MovementMethod::enumerate ? "enumerate" : "closed-form";
   json enumerated = json::array();
-  for (const auto& e : r.enumerated) enumerated.push_back({{"level", e.level}, {"reason", e.reason}});
+  for (const auto& e : r.enumerated) {
+    json part = {{"level", e.level}};
+    if (!e.tensor.empty()) part["tensor"] = e.tensor;  // one slot, else the whole level
+    part["reason"] = e.reason;
+    enumerated.push_back(part);
+  }
   out["enumerated"] = enumerated;
   return out;
 }
@@ -258,7 +263,8 @@ std::string movement_text(const MovementReport& r) {
     }
     out << "\n";
   }
-  for (const auto& e : r.enumerated) out << "enumerated " << e.level << ": " << e.reason << "\n";
+  for (const auto& e : r.enumerated)
+    out << "enumerated " << e.level << (e.tensor.empty() ? "" : " " + e.tensor) << ": " << e.reason << "\n";
   layout_text(r, out);
   return out.str();
 }

@@ -73,10 +73,13 @@ struct LevelMovement {
 
 enum class MovementMethod { closed_form, enumerate };
 
-// What the closed form handed to enumeration, and why.
+// What the closed form handed to enumeration, and why: one (Storage node, tensor) slot
+// of the level, or the whole level (`tensor` empty) where its slots could not be
+// counted apart.
 struct EnumeratedPart {
   std::string level;
   std::string reason;
+  std::string tensor;
 };
 
 struct MovementReport {
