@@ -1,0 +1,214 @@
+"""`looptrace movement --convention timeloop` against Timeloop's own published reference
+outputs: the conv1d tutorial exercises of timeloop-accelergy-exercises (one to three
+levels, with and without bypass, a 16-PE fanout over C or over K), converted to LoopTree
+mappings in tests/specs/timeloop/ (each mapping names its map.txt). Every figure the
+convention reports is checked against the reference stats:
+
+- instances  = "Utilized instances (max)"
+- max_tile   = "Utilized capacity" (one instance's largest tile)
+- fills      = "Scalar fills (per-instance)" x utilized instances
+- reads      = "Scalar reads (per-instance)" x utilized instances
+- updates    = "Scalar updates (per-instance)" x utilized instances
+
+CASES gives, per (level, tensor), each expected number with the line of the stats file
+(under the exercises repository, the path given per case) it comes from. Also: the
+per-instance figures of the default report, the refusals, and the Python binding.
+Run: python3 tests/cli/test_timeloop_convention.py build/src/looptrace
+"""
+import json
+import os
+import subprocess
+import sys
+
+from harness import EXE, ROOT, check, main, run
+
+SPECS = os.path.join(ROOT, "tests", "specs", "timeloop")
+
+# (mapping, workload, stats file, {(level, tensor): {figure: (per-instance value, line)}})
+CASES = [
+    ('00_1level', 'conv1d', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/00-model-conv1d-1level/ref-output/timeloop-model.stats.txt', {
+        ('Buffer', 'Weights'): {'max_tile': (3, 59), 'instances': (1, 60), 'reads': (48, 62), 'fills': (0, 63), 'updates': (0, 64)},
+        ('Buffer', 'Inputs'): {'max_tile': (18, 83), 'instances': (1, 84), 'reads': (48, 86), 'fills': (0, 87), 'updates': (0, 88)},
+        ('Buffer', 'Outputs'): {'max_tile': (16, 107), 'instances': (1, 108), 'reads': (32, 110), 'fills': (0, 111), 'updates': (48, 112)},
+    }),
+    ('01_2level_os', 'conv1d', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/01-model-conv1d-2level/ref-output/os/timeloop-model.stats.txt', {
+        ('Buffer', 'Weights'): {'max_tile': (3, 58), 'instances': (1, 59), 'reads': (48, 61), 'fills': (3, 62), 'updates': (0, 63)},
+        ('Buffer', 'Inputs'): {'max_tile': (3, 82), 'instances': (1, 83), 'reads': (48, 85), 'fills': (18, 86), 'updates': (0, 87)},
+        ('Buffer', 'Outputs'): {'max_tile': (1, 106), 'instances': (1, 107), 'reads': (32, 109), 'fills': (0, 110), 'updates': (48, 111)},
+        ('MainMemory', 'Weights'): {'max_tile': (3, 166), 'instances': (1, 167), 'reads': (3, 169), 'fills': (0, 170), 'updates': (0, 171)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 190), 'instances': (1, 191), 'reads': (18, 193), 'fills': (0, 194), 'updates': (0, 195)},
+        ('MainMemory', 'Outputs'): {'max_tile': (16, 214), 'instances': (1, 215), 'reads': (0, 217), 'fills': (0, 218), 'updates': (16, 219)},
+    }),
+    ('01_2level_ws', 'conv1d', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/01-model-conv1d-2level/ref-output/ws/timeloop-model.stats.txt', {
+        ('Buffer', 'Weights'): {'max_tile': (1, 58), 'instances': (1, 59), 'reads': (48, 61), 'fills': (3, 62), 'updates': (0, 63)},
+        ('Buffer', 'Inputs'): {'max_tile': (16, 82), 'instances': (1, 83), 'reads': (48, 85), 'fills': (18, 86), 'updates': (0, 87)},
+        ('Buffer', 'Outputs'): {'max_tile': (16, 106), 'instances': (1, 107), 'reads': (32, 109), 'fills': (0, 110), 'updates': (48, 111)},
+        ('MainMemory', 'Weights'): {'max_tile': (3, 166), 'instances': (1, 167), 'reads': (3, 169), 'fills': (0, 170), 'updates': (0, 171)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 190), 'instances': (1, 191), 'reads': (18, 193), 'fills': (0, 194), 'updates': (0, 195)},
+        ('MainMemory', 'Outputs'): {'max_tile': (16, 214), 'instances': (1, 215), 'reads': (0, 217), 'fills': (0, 218), 'updates': (16, 219)},
+    }),
+    ('02_2level_no_tiling', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/02-model-conv1d+oc-2level/ref-output/no-tiling/timeloop-model.stats.txt', {
+        ('Buffer', 'Weights'): {'max_tile': (3, 58), 'instances': (1, 59), 'reads': (1536, 61), 'fills': (96, 62), 'updates': (0, 63)},
+        ('Buffer', 'Inputs'): {'max_tile': (3, 82), 'instances': (1, 83), 'reads': (1536, 85), 'fills': (576, 86), 'updates': (0, 87)},
+        ('Buffer', 'Outputs'): {'max_tile': (1, 106), 'instances': (1, 107), 'reads': (1024, 109), 'fills': (0, 110), 'updates': (1536, 111)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 167), 'instances': (1, 168), 'reads': (96, 170), 'fills': (0, 171), 'updates': (0, 172)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 191), 'instances': (1, 192), 'reads': (576, 194), 'fills': (0, 195), 'updates': (0, 196)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 215), 'instances': (1, 216), 'reads': (0, 218), 'fills': (0, 219), 'updates': (512, 220)},
+    }),
+    ('02_2level_tiling', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/02-model-conv1d+oc-2level/ref-output/tiling/timeloop-model.stats.txt', {
+        ('Buffer', 'Weights'): {'max_tile': (6, 59), 'instances': (1, 60), 'reads': (1536, 62), 'fills': (96, 63), 'updates': (0, 64)},
+        ('Buffer', 'Inputs'): {'max_tile': (3, 83), 'instances': (1, 84), 'reads': (1536, 86), 'fills': (288, 87), 'updates': (0, 88)},
+        ('Buffer', 'Outputs'): {'max_tile': (2, 107), 'instances': (1, 108), 'reads': (1024, 110), 'fills': (0, 111), 'updates': (1536, 112)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 168), 'instances': (1, 169), 'reads': (96, 171), 'fills': (0, 172), 'updates': (0, 173)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 192), 'instances': (1, 193), 'reads': (288, 195), 'fills': (0, 196), 'updates': (0, 197)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 216), 'instances': (1, 217), 'reads': (0, 219), 'fills': (0, 220), 'updates': (512, 221)},
+    }),
+    ('03_3level_no_bypass', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/03-model-conv1d+oc-3level/ref-output/no-bypass/timeloop-model.stats.txt', {
+        ('RegisterFile', 'Weights'): {'max_tile': (6, 59), 'instances': (1, 60), 'reads': (1536, 62), 'fills': (96, 63), 'updates': (0, 64)},
+        ('RegisterFile', 'Inputs'): {'max_tile': (3, 83), 'instances': (1, 84), 'reads': (1536, 86), 'fills': (288, 87), 'updates': (0, 88)},
+        ('RegisterFile', 'Outputs'): {'max_tile': (2, 107), 'instances': (1, 108), 'reads': (1024, 110), 'fills': (0, 111), 'updates': (1536, 112)},
+        ('GlobalBuffer', 'Weights'): {'max_tile': (96, 168), 'instances': (1, 169), 'reads': (96, 171), 'fills': (96, 172), 'updates': (0, 173)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (18, 192), 'instances': (1, 193), 'reads': (288, 195), 'fills': (18, 196), 'updates': (0, 197)},
+        ('GlobalBuffer', 'Outputs'): {'max_tile': (512, 216), 'instances': (1, 217), 'reads': (0, 219), 'fills': (0, 220), 'updates': (512, 221)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 275), 'instances': (1, 276), 'reads': (96, 278), 'fills': (0, 279), 'updates': (0, 280)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 299), 'instances': (1, 300), 'reads': (18, 302), 'fills': (0, 303), 'updates': (0, 304)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
+    }),
+    ('03_3level_bypass', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/03-model-conv1d+oc-3level/ref-output/bypass/timeloop-model.stats.txt', {
+        ('RegisterFile', 'Outputs'): {'max_tile': (2, 59), 'instances': (1, 60), 'reads': (1024, 62), 'fills': (0, 63), 'updates': (1536, 64)},
+        ('GlobalBuffer', 'Weights'): {'max_tile': (96, 120), 'instances': (1, 121), 'reads': (1536, 123), 'fills': (96, 124), 'updates': (0, 125)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (18, 144), 'instances': (1, 145), 'reads': (1536, 147), 'fills': (18, 148), 'updates': (0, 149)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 203), 'instances': (1, 204), 'reads': (96, 206), 'fills': (0, 207), 'updates': (0, 208)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 227), 'instances': (1, 228), 'reads': (18, 230), 'fills': (0, 231), 'updates': (0, 232)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 251), 'instances': (1, 252), 'reads': (0, 254), 'fills': (0, 255), 'updates': (512, 256)},
+    }),
+    ('04_3level_spatial_cp', 'conv1d_oc_ic', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/04-model-conv1d+oc-3levelspatial/ref-output/cp/timeloop-model.stats.txt', {
+        ('RegisterFile', 'Weights'): {'max_tile': (1, 58), 'instances': (16, 59), 'reads': (3072, 61), 'fills': (192, 62), 'updates': (0, 63)},
+        ('RegisterFile', 'Inputs'): {'max_tile': (16, 82), 'instances': (16, 83), 'reads': (3072, 85), 'fills': (1152, 86), 'updates': (0, 87)},
+        ('RegisterFile', 'Outputs'): {'max_tile': (16, 106), 'instances': (16, 107), 'reads': (2560, 109), 'fills': (512, 110), 'updates': (3072, 111)},
+        ('GlobalBuffer', 'Weights'): {'max_tile': (192, 168), 'instances': (16, 169), 'reads': (192, 171), 'fills': (192, 172), 'updates': (0, 173)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (36, 192), 'instances': (16, 193), 'reads': (1152, 195), 'fills': (36, 196), 'updates': (0, 197)},
+        ('GlobalBuffer', 'Outputs'): {'max_tile': (512, 216), 'instances': (16, 217), 'reads': (512, 219), 'fills': (0, 220), 'updates': (1024, 221)},
+        ('MainMemory', 'Weights'): {'max_tile': (3072, 275), 'instances': (1, 276), 'reads': (3072, 278), 'fills': (0, 279), 'updates': (0, 280)},
+        ('MainMemory', 'Inputs'): {'max_tile': (576, 299), 'instances': (1, 300), 'reads': (576, 302), 'fills': (0, 303), 'updates': (0, 304)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
+    }),
+    ('04_3level_spatial_kp', 'conv1d_oc_ic', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/04-model-conv1d+oc-3levelspatial/ref-output/kp/timeloop-model.stats.txt', {
+        ('RegisterFile', 'Weights'): {'max_tile': (1, 58), 'instances': (16, 59), 'reads': (3072, 61), 'fills': (192, 62), 'updates': (0, 63)},
+        ('RegisterFile', 'Inputs'): {'max_tile': (16, 82), 'instances': (16, 83), 'reads': (3072, 85), 'fills': (1152, 86), 'updates': (0, 87)},
+        ('RegisterFile', 'Outputs'): {'max_tile': (16, 106), 'instances': (16, 107), 'reads': (3040, 109), 'fills': (992, 110), 'updates': (3072, 111)},
+        ('GlobalBuffer', 'Weights'): {'max_tile': (192, 168), 'instances': (16, 169), 'reads': (192, 171), 'fills': (192, 172), 'updates': (0, 173)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (576, 192), 'instances': (16, 193), 'reads': (1152, 195), 'fills': (576, 196), 'updates': (0, 197)},
+        ('GlobalBuffer', 'Outputs'): {'max_tile': (32, 216), 'instances': (16, 217), 'reads': (992, 219), 'fills': (0, 220), 'updates': (1024, 221)},
+        ('MainMemory', 'Weights'): {'max_tile': (3072, 275), 'instances': (1, 276), 'reads': (3072, 278), 'fills': (0, 279), 'updates': (0, 280)},
+        ('MainMemory', 'Inputs'): {'max_tile': (576, 299), 'instances': (1, 300), 'reads': (576, 302), 'fills': (0, 303), 'updates': (0, 304)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
+    }),
+]
+
+
+PER_INSTANCE_FIGURES = ("fills", "reads", "updates")  # per instance in the stats: times the instances
+
+
+def movement(mapping, workload, *extra):
+    r = run("movement", os.path.join(SPECS, workload + ".workload.yaml"),
+            os.path.join(SPECS, mapping + ".mapping.yaml"), *extra)
+    return r
+
+
+def entries(report):
+    return {(l["level"], t["tensor"]): t for l in report["levels"] for t in l["tensors"]}
+
+
+def test_reference_figures():
+    checked = 0
+    for mapping, workload, stats, expected in CASES:
+        r = movement(mapping, workload, "--convention", "timeloop")
+        check(r.returncode == 0, "%s: exit %d: %s" % (mapping, r.returncode, r.stderr))
+        if r.returncode != 0:
+            continue
+        report = json.loads(r.stdout)
+        check(report.get("convention") == "timeloop", mapping + ": convention")
+        got = entries(report)
+        check(set(got) == set(expected), "%s: entries %s, expected %s" % (mapping, sorted(got), sorted(expected)))
+        for key, figures in expected.items():
+            t = got.get(key)
+            instances = figures["instances"][0]
+            for figure, (value, line) in figures.items():
+                want = value * instances if figure in PER_INSTANCE_FIGURES else value
+                have = None if t is None else t.get(figure)
+                checked += 1
+                check(have == want, "%s %s %s: %s, expected %s (%s line %d)" % (mapping, key, figure, have, want,
+                                                                                stats, line))
+    check(checked == sum(len(f) for _, _, _, e in CASES for f in e.values()), "every figure checked")
+    print("reference figures checked: %d" % checked)
+
+
+def test_text_table():
+    r = movement("04_3level_spatial_kp", "conv1d_oc_ic", "--convention", "timeloop", "--format", "text")
+    check(r.returncode == 0, "text: exit %d: %s" % (r.returncode, r.stderr))
+    check("Timeloop's convention" in r.stdout, "text: names the convention")
+    # RegisterFile Outputs: 16 instances, utilized capacity 16, fills 992 x 16, reads 3040 x 16, updates 3072 x 16.
+    row = [l.split() for l in r.stdout.splitlines() if l.startswith("RegisterFile") and " Outputs " in l]
+    check(row == [["RegisterFile", "Outputs", "16", "16", "15872", "48640", "49152"]], "text: a row: %r" % row)
+
+
+def test_per_instance_default():
+    """The default (LoopTree) report: per instance beside the union, below !Spatial loops."""
+    r = movement("04_3level_spatial_cp", "conv1d_oc_ic")
+    check(r.returncode == 0, "default: exit %d: %s" % (r.returncode, r.stderr))
+    got = entries(json.loads(r.stdout))
+    # GlobalBuffer: one window per instance of its C-chunk (2 of 32 C), 16 instances.
+    expected = {
+        ("GlobalBuffer", "Weights"): (16, 192, 16 * 192),
+        ("GlobalBuffer", "Inputs"): (16, 36, 16 * 36),
+        ("GlobalBuffer", "Outputs"): (16, 512, 0),  # written only: never filled
+        # RegisterFile: 2 x 32 x 3 windows per instance, each refetching its tile.
+        ("RegisterFile", "Weights"): (16, 1, 16 * 192 * 1),
+        ("RegisterFile", "Inputs"): (16, 16, 16 * 192 * 16),
+        ("RegisterFile", "Outputs"): (16, 16, 0),
+    }
+    for key, (instances, tile, fills) in expected.items():
+        t = got.get(key, {})
+        have = (t.get("instances"), t.get("max_tile_per_instance"), t.get("fills_per_instance"))
+        check(have == (instances, tile, fills), "default %s: %r, expected %r" % (key, have, (instances, tile, fills)))
+    # The union figures stay: the 16 GlobalBuffers together hold all 576 inputs at once.
+    check(got[("GlobalBuffer", "Inputs")]["max_tile"] == 576, "default: union max_tile")
+    check("instances" not in got[("MainMemory", "Inputs")], "default: no per-instance figures above !Spatial")
+    t = movement("04_3level_spatial_cp", "conv1d_oc_ic", "--format", "text")
+    check("GlobalBuffer Inputs: 16 instances, max tile 36, fills 576" in t.stdout, "default text: per instance line")
+    # Without !Spatial loops the report is as before: no per-instance keys, no extra line.
+    plain = movement("01_2level_os", "conv1d", "--format", "text")
+    check("per instance" not in plain.stdout, "default text: nothing per instance without !Spatial")
+
+
+def test_refusals():
+    r = movement("01_2level_os", "conv1d", "--convention", "timeloop", "--method", "enumerate")
+    check(r.returncode == 2 and "closed form" in r.stderr, "enumerate refused: %d %s" % (r.returncode, r.stderr))
+    r = movement("01_2level_os", "conv1d", "--convention", "timeloop", "--from", "3", "--to", "9")
+    check(r.returncode == 2 and "whole run" in r.stderr, "selection refused: %d %s" % (r.returncode, r.stderr))
+    r = run("transfers", os.path.join(SPECS, "conv1d.workload.yaml"), os.path.join(SPECS, "01_2level_os.mapping.yaml"),
+            "--level", "MainMemory", "--convention", "timeloop")
+    check(r.returncode == 2 and "not supported" in r.stderr, "transfers refused: %d %s" % (r.returncode, r.stderr))
+
+
+def test_python():
+    """movement(..., convention="timeloop") gives the CLI's figures, where the module is built."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(EXE)))
+    paths = [os.path.join(build, "python"), os.path.join(ROOT, "python")]
+    code = ("import json, sys; import looptrace; "
+            "print(json.dumps(looptrace.movement(looptrace.Spec.from_yaml(sys.argv[1], sys.argv[2]), "
+            "convention='timeloop')))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]))
+    files = [os.path.join(SPECS, "conv1d_oc_ic.workload.yaml"), os.path.join(SPECS, "04_3level_spatial_kp.mapping.yaml")]
+    p = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True, env=env)
+    if p.returncode != 0 and ("No module named" in p.stderr or "_looptrace" in p.stderr):
+        print("(python module not built: skipped)")
+        return
+    check(p.returncode == 0, "python: %s" % p.stderr[-500:])
+    cli = movement("04_3level_spatial_kp", "conv1d_oc_ic", "--convention", "timeloop")
+    check(p.returncode == 0 and json.loads(p.stdout) == json.loads(cli.stdout), "python: the CLI's report")
+
+
+if __name__ == "__main__":
+    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_refusals, test_python]))
