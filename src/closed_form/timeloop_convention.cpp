@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,10 @@ using Digits = std::vector<std::int64_t>;
 
 // The ranges of a leaf's variables with its loops [0, stop) applied, each at its digit
 // or whole; false when one is empty. A loop at a digit inside one taken whole (over the
-// same variable) would give a strided set: Unclosed.
-bool ranges_of(const LeafSchedule& leaf, const Digits& digits, std::size_t stop, LeafRanges& r) {
+// same variable) would give a strided set: Unclosed, unless `access` is given and does
+// not use the variable (its range then changes nothing).
+bool ranges_of(const LeafSchedule& leaf, const Digits& digits, std::size_t stop, LeafRanges& r,
+               const LeafTensor* access = nullptr) {
   const std::size_t n = leaf.variables.size();
   r.resize(n);
   for (std::size_t v = 0; v < n; ++v) r[v] = {0, leaf.extent[v]};
@@ -58,6 +61,10 @@ bool ranges_of(const LeafSchedule& leaf, const Digits& digits, std::size_t stop,
       r[v] = tiling::sub_tiles<Wide>(parent, l, Interval{0, l.count});
       widened[v] = tiling::tiles_within<Wide>(parent.size(), l) > 1;
     } else {
+      if (widened[v] && access &&
+          std::all_of(access->coefficients.begin(), access->coefficients.end(),
+                      [&](const std::vector<std::int64_t>& row) { return row[v] == 0; }))
+        continue;
       if (widened[v])
         throw Unclosed{"rank variable '" + leaf.variables[v] +
                        "' is tiled at one iteration inside a loop taken whole (a strided tile)"};
@@ -72,7 +79,7 @@ bool ranges_of(const LeafSchedule& leaf, const Digits& digits, std::size_t stop,
 Box tile_of(const LeafSchedule& leaf, const LeafTensor& t, const Digits& digits) {
   LeafRanges r;
   Box box;
-  if (!ranges_of(leaf, digits, leaf.loops.size(), r)) return box;
+  if (!ranges_of(leaf, digits, leaf.loops.size(), r, &t)) return box;
   if (!movement_boxes::image_box(t, r, box)) throw Unclosed{"a tile of the tensor is not a box (a strided index)"};
   return box;
 }
@@ -112,11 +119,12 @@ struct DigitClass {
   std::int64_t digit, count;
 };
 
-std::vector<DigitClass> classes_of(const LeafSchedule& leaf, const Digits& digits, std::size_t j) {
+std::vector<DigitClass> classes_of(const LeafSchedule& leaf, const Digits& digits, std::size_t j,
+                                   const LeafTensor* access = nullptr) {
   const LoopLevel& l = leaf.loops[j];
   if (l.count <= 1) return {{0, 1}};
   LeafRanges r;
-  if (l.variable < 0 || !ranges_of(leaf, digits, j, r)) return {{0, l.count}};  // moves nothing
+  if (l.variable < 0 || !ranges_of(leaf, digits, j, r, access)) return {{0, l.count}};  // moves nothing
   const std::int64_t given = r[std::size_t(l.variable)].size();
   const std::int64_t n = l.count;
   const std::int64_t u = std::min<std::int64_t>(std::int64_t(tiling::first_not_full<Wide>(given, l)), n);
@@ -275,6 +283,7 @@ struct NodeTally {
   Wide distinct = 0;   // the elements each instance ever holds, summed
   Wide compute = 0;    // innermost: per timestep and instance, the elements the compute touches
   bool innermost = false;
+  bool write = false;  // the access writes (an output of its Einsum)
 };
 
 // A loop's iterations as Timeloop's nest analysis runs them (extrapolating): the first,
@@ -301,6 +310,22 @@ std::vector<Eval> evals_of(const LeafSchedule& leaf, const Digits& digits, std::
   return {{0, 1}, {1, n - 2}, {n - 2, 0}, {n - 1, 1}};
 }
 
+// Whether the access's index uses loop j's variable (else the loop's iterations see one
+// tile: instances along it get equal deltas, a multicast).
+bool uses(const LeafSchedule& leaf, const LeafTensor& access, std::size_t j) {
+  const int v = leaf.loops[j].variable;
+  return v >= 0 && std::any_of(access.coefficients.begin(), access.coefficients.end(),
+                               [&](const std::vector<std::int64_t>& row) { return row[std::size_t(v)] != 0; });
+}
+
+// An instance evaluated: the digits of the spatial loops above the node, how many
+// instances it stands for, and how many of those a parent serves apart (the others get
+// the same deltas from the same parent instance: one multicast).
+struct InstanceClass {
+  Digits digits;
+  Wide count = 1, apart = 1;
+};
+
 struct TimeloopWalk {
   const Schedule& s;
   const LeafSchedule& leaf;
@@ -308,32 +333,29 @@ struct TimeloopWalk {
   std::size_t above;             // loops above the node
   std::vector<std::size_t> temporal, spatial;  // loops above it, by kind
   std::size_t parent_above;      // loops above the parent (its instances)
-  std::vector<Digits> instances;  // digits of the spatial loops above, per instance
+  std::vector<InstanceClass> instances;
   std::vector<InstanceState> state;
   NodeTally tally;
   std::int64_t evaluations = 0;
 
   void step(Digits& digits, Wide weight) {
-    std::map<std::vector<std::int64_t>, std::vector<std::vector<Box>>> sent;  // per parent instance
+    // The deltas sent, per parent instance (its digits): an equal one again is a multicast.
+    std::set<std::pair<std::vector<std::int64_t>, std::vector<Box>>> sent;
     for (std::size_t i = 0; i < instances.size(); ++i) {
       if (++evaluations > kBudget) throw SpecError("--convention timeloop: more than 2^24 windows and instances to evaluate");
       std::vector<std::int64_t> key;
       for (std::size_t k = 0; k < spatial.size(); ++k) {
-        digits[spatial[k]] = instances[i][k];
-        if (spatial[k] < parent_above) key.push_back(instances[i][k]);
+        digits[spatial[k]] = instances[i].digits[k];
+        if (spatial[k] < parent_above) key.push_back(instances[i].digits[k]);
       }
       const Box b = tile_of(leaf, access, digits);
       tally.max_tile = std::max(tally.max_tile, narrowed(size_of(b)));
       Wide size = 0;
       std::vector<Box> delta = delta_of(state[i], b, size);
       if (weight == 0 || size == 0) continue;
-      tally.delivered += weight * size;
+      tally.delivered += weight * size * instances[i].count;
       std::sort(delta.begin(), delta.end(), before);
-      auto& group = sent[key];
-      if (std::find(group.begin(), group.end(), delta) == group.end()) {
-        group.push_back(std::move(delta));
-        tally.traffic += weight * size;
-      }
+      if (sent.emplace(std::move(key), std::move(delta)).second) tally.traffic += weight * size * instances[i].apart;
     }
   }
 
@@ -344,7 +366,7 @@ struct TimeloopWalk {
     }
     const std::size_t j = temporal[k];
     if (!instances.empty())
-      for (std::size_t m = 0; m < spatial.size(); ++m) digits[spatial[m]] = instances[0][m];
+      for (std::size_t m = 0; m < spatial.size(); ++m) digits[spatial[m]] = instances[0].digits[m];
     for (const Eval& e : evals_of(leaf, digits, j)) {
       digits[j] = e.digit;
       walk(digits, k + 1, weight * e.weight);
@@ -354,25 +376,80 @@ struct TimeloopWalk {
 };
 
 // Per timestep and instance of the node, the elements of the access the compute
-// touches (the node's !Spatial loops fixed, those below it whole), summed: over the
-// loops' digit classes.
-void compute_walk(const LeafSchedule& leaf, const LeafTensor& access, std::size_t above, Digits& digits,
-                  std::size_t j, Wide weight, Wide& total, std::int64_t& evaluations) {
-  if (j == leaf.loops.size()) {
-    if (++evaluations > kBudget) throw SpecError("--convention timeloop: more than 2^24 compute steps to evaluate");
-    total += weight * size_of(tile_of(leaf, access, digits));
-    return;
+// touches (the node's !Spatial loops fixed, those below it whole), summed. The image is
+// a product over groups of ranks that share variables, and each group's size depends
+// only on the digits of the loops over its variables, so the sum is a product of sums,
+// each over one group's loops by digit class.
+Wide compute_count(const LeafSchedule& leaf, const LeafTensor& access, std::size_t above) {
+  const std::size_t nv = leaf.variables.size();
+  // Groups: variables joined by a rank that uses both; a variable the access does not
+  // use is a group of its own (it only decides whether the leaf runs).
+  std::vector<std::size_t> group(nv);
+  for (std::size_t v = 0; v < nv; ++v) group[v] = v;
+  auto root = [&](std::size_t v) {
+    while (group[v] != v) v = group[v];
+    return v;
+  };
+  for (const auto& row : access.coefficients) {
+    std::size_t first = nv;
+    for (std::size_t v = 0; v < nv; ++v)
+      if (row[v] != 0) {
+        if (first == nv) first = root(v);
+        else group[root(v)] = first;
+      }
   }
-  if (leaf.loops[j].spatial && j >= above) {  // below the node: every instance of the compute at once
-    digits[j] = -1;
-    compute_walk(leaf, access, above, digits, j + 1, weight, total, evaluations);
-    return;
+  // A spatial loop below the node is taken whole (its instances' equal elements once),
+  // unless a loop inside it tiles its variable again: then its digits are walked.
+  auto walked = [&](std::size_t j) {
+    const LoopLevel& l = leaf.loops[j];
+    if (!l.spatial || j < above) return true;
+    return uses(leaf, access, j) && std::any_of(leaf.loops.begin() + std::ptrdiff_t(j) + 1, leaf.loops.end(),
+                                                [&](const LoopLevel& m) { return m.variable == l.variable; });
+  };
+  Wide total = 1;
+  for (std::size_t j = 0; j < leaf.loops.size(); ++j)
+    if (leaf.loops[j].variable < 0 && walked(j)) total *= leaf.loops[j].count;
+  std::vector<bool> done(nv, false);
+  std::int64_t evaluations = 0;
+  for (std::size_t v0 = 0; v0 < nv; ++v0) {
+    const std::size_t g = root(v0);
+    if (done[g]) continue;
+    done[g] = true;
+    std::vector<std::size_t> loops;
+    for (std::size_t j = 0; j < leaf.loops.size(); ++j)
+      if (leaf.loops[j].variable >= 0 && root(std::size_t(leaf.loops[j].variable)) == g && walked(j)) loops.push_back(j);
+    std::vector<std::size_t> ranks;  // the ranks whose variables are the group's
+    for (std::size_t r = 0; r < access.coefficients.size(); ++r)
+      for (std::size_t v = 0; v < nv; ++v)
+        if (access.coefficients[r][v] != 0 && root(v) == g) {
+          ranks.push_back(r);
+          break;
+        }
+    Digits digits(leaf.loops.size(), -1);
+    Wide sum = 0;
+    auto walk = [&](auto&& self, std::size_t k, Wide weight) -> void {
+      if (k == loops.size()) {
+        if (++evaluations > kBudget) throw SpecError("--convention timeloop: more than 2^24 compute steps to evaluate");
+        LeafRanges r;
+        Box box;
+        if (!ranges_of(leaf, digits, leaf.loops.size(), r, &access)) return;
+        if (!movement_boxes::image_box(access, r, box)) throw Unclosed{"a tile of the tensor is not a box"};
+        Wide n = 1;
+        for (const std::size_t rank : ranks) n *= box[rank].size();
+        sum += weight * n;
+        return;
+      }
+      const std::size_t j = loops[k];
+      for (const DigitClass& c : classes_of(leaf, digits, j, &access)) {
+        digits[j] = c.digit;
+        self(self, k + 1, weight * c.count);
+      }
+      digits[j] = -1;
+    };
+    walk(walk, 0, 1);
+    total *= sum;
   }
-  for (const DigitClass& c : classes_of(leaf, digits, j)) {
-    digits[j] = c.digit;
-    compute_walk(leaf, access, above, digits, j + 1, weight * c.count, total, evaluations);
-  }
-  digits[j] = -1;
+  return total;
 }
 
 // The elements each instance ever holds, summed over the instances (the spatial loops
@@ -395,51 +472,83 @@ void distinct_walk(const LeafSchedule& leaf, const LeafTensor& access, std::size
   digits[j] = -1;
 }
 
-NodeTally timeloop_node(const Schedule& s, std::size_t node, int tensor, const std::vector<std::string>& einsums) {
+// One access of the tensor below the node, as Timeloop would count its Einsum alone.
+NodeTally timeloop_part(const Schedule& s, std::size_t node, const Part& part) {
   const StorageWindows& n = s.storages[node];
-  const std::string& name = s.tensors[std::size_t(tensor)].name;
-  const std::vector<Part> parts = parts_below(s, node, tensor, einsums);
-  NodeTally empty;
-  empty.instances = n.instances;
-  if (parts.empty()) return empty;
-  if (parts.size() > 1)
-    throw SpecError(n.where, "--convention timeloop counts one access of a tensor below each Storage node, as "
-                             "Timeloop models one Einsum; tensor '" + name + "' at " + n.level + " has " +
-                             std::to_string(parts.size()) + " (leaves of " + parts[0].leaf->einsum + ", " +
-                             parts[1].leaf->einsum + ")");
-  const LeafSchedule& leaf = *parts[0].leaf;
-  const LeafTensor& access = *parts[0].access;
+  const std::string& name = s.tensors[std::size_t(part.access->tensor)].name;
+  const LeafSchedule& leaf = *part.leaf;
+  const LeafTensor& access = *part.access;
   const int parent = s.parent(node, name);
   TimeloopWalk w{s, leaf, access, n.loops_above, {}, {}, parent < 0 ? 0 : s.storages[std::size_t(parent)].loops_above,
                  {}, {}, {}};
   for (std::size_t j = 0; j < n.loops_above; ++j) (leaf.loops[j].spatial ? w.spatial : w.temporal).push_back(j);
-  // Every instance: the digits of the spatial loops above, as an odometer.
-  std::vector<std::int64_t> at(w.spatial.size(), 0);
-  for (;;) {
-    w.instances.push_back(at);
-    if (std::int64_t(w.instances.size()) > kBudget)
-      throw SpecError(n.where, "--convention timeloop: more than 2^24 instances of " + n.level);
-    std::size_t k = at.size();
-    while (k > 0 && ++at[k - 1] == leaf.loops[w.spatial[k - 1]].count) at[--k] = 0;
-    if (k == 0) break;
+  // The instances: every one, where they and Timeloop's steps are few enough to evaluate
+  // one by one (equal deltas are then found wherever they are: a multicast along a
+  // diagonal too); else by digit classes of the spatial loops (at the first temporal
+  // iterations), where only a loop whose variable the access does not use multicasts.
+  Wide steps = 1;
+  for (const std::size_t j : w.temporal)
+    if (leaf.loops[j].count > 1) steps *= 4;
+  Wide every = 1;
+  for (const std::size_t j : w.spatial) every *= leaf.loops[j].count;
+  try {
+    if (every * steps <= Wide(1) << 18) {
+      std::vector<std::int64_t> at(w.spatial.size(), 0);
+      for (;;) {
+        w.instances.push_back({at, 1, 1});
+        std::size_t k = at.size();
+        while (k > 0 && ++at[k - 1] == leaf.loops[w.spatial[k - 1]].count) at[--k] = 0;
+        if (k == 0) break;
+      }
+    } else {
+      Digits digits(n.loops_above, -1);
+      for (const std::size_t j : w.temporal) digits[j] = 0;
+      InstanceClass c;
+      auto classes = [&](auto&& self, std::size_t k) -> void {
+        if (k == w.spatial.size()) {
+          if (std::int64_t(w.instances.size()) >= kBudget)
+            throw SpecError(n.where, "--convention timeloop: more than 2^24 instance classes of " + n.level);
+          w.instances.push_back(c);
+          return;
+        }
+        const std::size_t j = w.spatial[k];
+        const bool used = uses(leaf, access, j);
+        const std::vector<DigitClass> cs =
+            used ? classes_of(leaf, digits, j) : std::vector<DigitClass>{{0, leaf.loops[j].count}};
+        const InstanceClass saved = c;
+        for (const DigitClass& d : cs) {
+          digits[j] = d.digit;
+          c.digits.push_back(d.digit);
+          c.count *= d.count;
+          if (used || j < w.parent_above) c.apart *= d.count;
+          self(self, k + 1);
+          c = saved;
+        }
+        digits[j] = -1;
+      };
+      classes(classes, 0);
+    }
+  } catch (const Unclosed& e) {
+    throw SpecError(n.where, "--convention timeloop: tensor '" + name + "' at " + n.level + ": " + e.reason);
   }
   w.state.resize(w.instances.size());
   w.tally.instances = n.instances;
+  w.tally.write = part.write;
   w.tally.windows = 1;
   for (const TimeLevel& l : n.time_levels) w.tally.windows = narrowed(Wide(w.tally.windows) * l.count);
   try {
     Digits digits(n.loops_above, -1);
     w.walk(digits, 0, 1);
-    Digits all(n.loops_above, -1);
-    distinct_walk(leaf, access, n.loops_above, all, 0, 1, w.tally.distinct);
+    if (part.write) {  // what an output's first updates fill without a read
+      Digits all(n.loops_above, -1);
+      distinct_walk(leaf, access, n.loops_above, all, 0, 1, w.tally.distinct);
+    }
     // Innermost: no node below this one holds the tensor for the leaf.
     auto here = std::find(leaf.storages.begin(), leaf.storages.end(), int(node));
     w.tally.innermost = std::none_of(here + 1, leaf.storages.end(),
                                      [&](int m) { return s.storages[std::size_t(m)].holds(name); });
     if (w.tally.innermost) {
-      Digits every(leaf.loops.size(), -1);
-      std::int64_t evaluations = 0;
-      compute_walk(leaf, access, n.loops_above, every, 0, 1, w.tally.compute, evaluations);
+      w.tally.compute = compute_count(leaf, access, n.loops_above);
     }
   } catch (const Unclosed& e) {
     throw SpecError(n.where, "--convention timeloop: tensor '" + name + "' at " + n.level + ": " + e.reason);
@@ -520,43 +629,45 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
     }
     if (!lm.tensors.empty()) report.levels.push_back(std::move(lm));
   }
-  std::map<std::pair<std::string, std::string>, Wide> distinct;  // per (level, tensor), summed over its nodes
-  std::map<std::pair<std::string, std::string>, Wide> reads, updates;
+  // Per (level, tensor), summed over its nodes and their accesses: the elements the
+  // written accesses' instances hold, the reads by children and compute of read
+  // accesses, the updates of written ones.
+  std::map<std::pair<std::string, std::string>, Wide> distinct, reads, updates;
   for (std::size_t node = 0; node < s.storages.size(); ++node) {
     const StorageWindows& n = s.storages[node];
     for (const std::string& tensor : n.tensors) {
       if (!kept(tensor)) continue;
-      const int index = s.find_tensor(tensor);
-      const bool output = std::any_of(s.traces.begin(), s.traces.end(),
-                                      [&](const TraceInfo& t) { return t.tensor_index == index && t.is_output; });
-      const NodeTally tally = timeloop_node(s, node, index, options.einsums);
       const int parent = s.parent(node, tensor);
       TensorMovement& m = entry_of(n.level, tensor);
       m.home = m.home || parent < 0;
-      m.instances = std::max(m.instances, tally.instances);
-      m.max_tile = std::max(m.max_tile, tally.max_tile);
-      m.windows += tally.windows;
+      m.instances = std::max(m.instances, n.instances);
+      Wide windows = 1;
+      for (const TimeLevel& l : n.time_levels) windows *= l.count;
+      m.windows = narrowed(Wide(m.windows) + windows);
       const auto key = std::make_pair(n.level, tensor);
-      distinct[key] += tally.distinct;
-      if (parent >= 0) {
-        // Fills: every delta an instance receives; for an output, less its first
-        // touch of each element (Timeloop elides that read: an update, not a fill).
-        m.fills = narrowed(Wide(m.fills) + tally.delivered - (output ? tally.distinct : 0));
-        const auto up = std::make_pair(s.storages[std::size_t(parent)].level, tensor);
-        (output ? updates : reads)[up] += tally.traffic;
+      // Several accesses (Einsums) below one node: each counted as if its Einsum ran
+      // alone, as Timeloop evaluates one Einsum at a time, and summed.
+      for (const Part& part : parts_below(s, node, s.find_tensor(tensor), options.einsums)) {
+        const NodeTally tally = timeloop_part(s, node, part);
+        m.max_tile = std::max(m.max_tile, tally.max_tile);
+        if (tally.write) distinct[key] += tally.distinct;
+        if (parent >= 0) {
+          // Fills: every delta an instance receives; for an output, less its first
+          // touch of each element (Timeloop elides that read: an update, not a fill).
+          m.fills = narrowed(Wide(m.fills) + tally.delivered - (tally.write ? tally.distinct : 0));
+          const auto up = std::make_pair(s.storages[std::size_t(parent)].level, tensor);
+          (tally.write ? updates : reads)[up] += tally.traffic;
+        }
+        if (tally.innermost) (tally.write ? updates : reads)[key] += tally.compute;
       }
-      if (tally.innermost) (output ? updates : reads)[key] += tally.compute;
     }
   }
   for (LevelMovement& l : report.levels)
     for (TensorMovement& t : l.tensors) {
       const auto key = std::make_pair(l.level, t.tensor);
-      const int index = s.find_tensor(t.tensor);
-      const bool output = std::any_of(s.traces.begin(), s.traces.end(),
-                                      [&](const TraceInfo& x) { return x.tensor_index == index && x.is_output; });
       t.updates = narrowed(updates[key]);
       // An output's reads: its updates but the first of each element (read elision).
-      t.reads = output ? narrowed(std::max<Wide>(0, updates[key] - distinct[key])) : narrowed(reads[key]);
+      t.reads = narrowed(reads[key] + std::max<Wide>(0, updates[key] - distinct[key]));
       if (t.instances == 0) t.instances = 1;
     }
   return report;

@@ -16,8 +16,9 @@ void add_per_instance(const Schedule& schedule, const TraceOptions& options, Mov
 
 // `movement --convention timeloop`: per (level, tensor) the instances, one instance's
 // largest tile, fills summed over the instances, and the level's reads and updates as
-// Timeloop's nest analysis counts them. Throws SpecError for a selection of time, a
-// tensor that two accesses reach below one node, or a tile that is not a box.
+// Timeloop's nest analysis counts them; several accesses of a tensor below one node
+// (Einsums) each as if its Einsum ran alone, summed. Throws SpecError for a selection
+// of time, a tile that is not a box, or past 2^24 evaluations of one node.
 MovementReport timeloop_movement(const Schedule& schedule, const TraceOptions& options);
 
 }  // namespace looptrace
