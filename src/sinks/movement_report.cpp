@@ -151,7 +151,7 @@ std::string timeloop_text(const MovementReport& r) {
     level_w = std::max(level_w, l.level.size());
     for (const auto& t : l.tensors) tensor_w = std::max(tensor_w, t.tensor.size());
   }
-  const int n = 12;
+  const int n = 14;  // Timeloop's figures grow past the default table's 12
   out << std::left << std::setw(int(level_w) + 2) << "level" << std::setw(int(tensor_w) + 2) << "tensor"
       << std::setw(6) << "home" << std::right << std::setw(n) << "instances" << std::setw(n) << "max_tile"
       << std::setw(n) << "fills" << std::setw(n) << "reads" << std::setw(n) << "updates" << "\n";
