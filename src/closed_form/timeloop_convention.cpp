@@ -74,6 +74,30 @@ bool ranges_of(const LeafSchedule& leaf, const Digits& digits, std::size_t stop,
   return std::none_of(r.begin(), r.end(), [](const Interval& x) { return x.empty(); });
 }
 
+// The smallest box around the image of `r` in access `t` (Timeloop's tiles are such
+// hulls: a strided index, 2p + r, counts the gaps too).
+Box hull_of(const LeafTensor& t, const LeafRanges& r) {
+  Box box(t.constants.size());
+  for (std::size_t k = 0; k < box.size(); ++k) {
+    Wide lo = t.constants[k], hi = t.constants[k];
+    for (std::size_t v = 0; v < r.size(); ++v) {
+      const Wide c = t.coefficients[k][v];
+      if (c > 0) lo += c * r[v].from, hi += c * (r[v].to - 1);
+      else if (c < 0) lo += c * (r[v].to - 1), hi += c * r[v].from;
+    }
+    box[k] = {narrowed(lo), narrowed(hi + 1)};
+  }
+  return box;
+}
+
+// The tile of tensor access `t` of `leaf` at `digits` (the rest whole), as Timeloop
+// takes it (the hull of the image): empty when the leaf runs nothing there.
+Box hull_tile_of(const LeafSchedule& leaf, const LeafTensor& t, const Digits& digits) {
+  LeafRanges r;
+  if (!ranges_of(leaf, digits, leaf.loops.size(), r, &t)) return {};
+  return hull_of(t, r);
+}
+
 // The tile of tensor access `t` of `leaf` at `digits` (the rest whole): empty when the
 // leaf runs nothing there.
 Box tile_of(const LeafSchedule& leaf, const LeafTensor& t, const Digits& digits) {
@@ -264,7 +288,11 @@ std::vector<Box> delta_of(InstanceState& st, const Box& b, Wide& size) {
     out.push_back(b);
     return out;
   }
-  if (!zero && !st.step) st.step = step;
+  // A tile that stays put remembers a step of zero, so that the next move fetches its
+  // tile whole: what the published reference outputs show (the Eyeriss exercise's
+  // shared_glb inputs, refetched at every step of the DRAM p loop with the m loop
+  // inside it), where the current nest-analysis.cpp would keep the step before.
+  if (zero || !st.step) st.step = step;
   size = size_of(b) - overlap_of(b, st.last);
   if (size > 0) out = less(b, st.last);
   st.last = b;
@@ -343,12 +371,16 @@ struct TimeloopWalk {
     std::set<std::pair<std::vector<std::int64_t>, std::vector<Box>>> sent;
     for (std::size_t i = 0; i < instances.size(); ++i) {
       if (++evaluations > kBudget) throw SpecError("--convention timeloop: more than 2^24 windows and instances to evaluate");
+      // Who gets the same delta: instances under one parent instance that differ only
+      // along spatial loops whose variable the access does not use (Timeloop finds no
+      // other equal deltas across its spatial levels: not those along a diagonal of
+      // p + r, as in its Eyeriss exercise).
       std::vector<std::int64_t> key;
       for (std::size_t k = 0; k < spatial.size(); ++k) {
         digits[spatial[k]] = instances[i].digits[k];
-        if (spatial[k] < parent_above) key.push_back(instances[i].digits[k]);
+        key.push_back(spatial[k] < parent_above || uses(leaf, access, spatial[k]) ? instances[i].digits[k] : -1);
       }
-      const Box b = tile_of(leaf, access, digits);
+      const Box b = hull_tile_of(leaf, access, digits);
       tally.max_tile = std::max(tally.max_tile, narrowed(size_of(b)));
       Wide size = 0;
       std::vector<Box> delta = delta_of(state[i], b, size);
@@ -431,9 +463,8 @@ Wide compute_count(const LeafSchedule& leaf, const LeafTensor& access, std::size
       if (k == loops.size()) {
         if (++evaluations > kBudget) throw SpecError("--convention timeloop: more than 2^24 compute steps to evaluate");
         LeafRanges r;
-        Box box;
         if (!ranges_of(leaf, digits, leaf.loops.size(), r, &access)) return;
-        if (!movement_boxes::image_box(access, r, box)) throw Unclosed{"a tile of the tensor is not a box"};
+        const Box box = hull_of(access, r);
         Wide n = 1;
         for (const std::size_t rank : ranks) n *= box[rank].size();
         sum += weight * n;
@@ -452,20 +483,27 @@ Wide compute_count(const LeafSchedule& leaf, const LeafTensor& access, std::size
   return total;
 }
 
-// The elements each instance ever holds, summed over the instances (the spatial loops
-// above the node by digit class, the temporal ones whole).
+// The elements each instance ever holds, summed over the instances: the spatial loops
+// above the node by digit class, the temporal ones whole, but for one that a spatial
+// loop inside it tiles again (an instance then holds a strided set: its digits are
+// walked, each adding its part).
 void distinct_walk(const LeafSchedule& leaf, const LeafTensor& access, std::size_t above, Digits& digits,
                    std::size_t j, Wide weight, Wide& total) {
   if (j == above) {
-    total += weight * size_of(tile_of(leaf, access, digits));
+    total += weight * size_of(hull_tile_of(leaf, access, digits));
     return;
   }
-  if (!leaf.loops[j].spatial) {
+  const LoopLevel& l = leaf.loops[j];
+  const bool walked = l.spatial || (uses(leaf, access, j) &&
+                                    std::any_of(leaf.loops.begin() + std::ptrdiff_t(j) + 1,
+                                                leaf.loops.begin() + std::ptrdiff_t(above),
+                                                [&](const LoopLevel& m) { return m.spatial && m.variable == l.variable; }));
+  if (!walked) {
     digits[j] = -1;
     distinct_walk(leaf, access, above, digits, j + 1, weight, total);
     return;
   }
-  for (const DigitClass& c : classes_of(leaf, digits, j)) {
+  for (const DigitClass& c : classes_of(leaf, digits, j, &access)) {
     digits[j] = c.digit;
     distinct_walk(leaf, access, above, digits, j + 1, weight * c.count, total);
   }

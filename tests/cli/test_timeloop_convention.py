@@ -1,7 +1,8 @@
 """`looptrace movement --convention timeloop` against Timeloop's own published reference
-outputs: the conv1d tutorial exercises of timeloop-accelergy-exercises (one to three
-levels, with and without bypass, a 16-PE fanout over C or over K), converted to LoopTree
-mappings in tests/specs/timeloop/ (each mapping names its map.txt). Every figure the
+outputs: the tutorial exercises of timeloop-accelergy-exercises (conv1d at one to three
+levels, with and without bypass, a 16-PE fanout over C or over K; the mapper's Eyeriss
+mapping of a VGG layer on 14 x 12 PEs), converted to LoopTree mappings in
+tests/specs/timeloop/ (each mapping names its map.txt). Every figure the
 convention reports is checked against the reference stats:
 
 - instances  = "Utilized instances (max)"
@@ -103,6 +104,16 @@ CASES = [
         ('MainMemory', 'Weights'): {'max_tile': (3072, 275), 'instances': (1, 276), 'reads': (3072, 278), 'fills': (0, 279), 'updates': (0, 280)},
         ('MainMemory', 'Inputs'): {'max_tile': (576, 299), 'instances': (1, 300), 'reads': (576, 302), 'fills': (0, 303), 'updates': (0, 304)},
         ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
+    }),
+    ('06_eyeriss_vgg02_layer5', 'vgg02_layer5', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/06-mapper-convlayer-eyeriss/ref-output/timeloop-mapper.stats.txt', {
+        ('psum_spad', 'Outputs'): {'max_tile': (8, 58), 'instances': (168, 59), 'reads': (5490688, 61), 'fills': (215040, 62), 'updates': (5505024, 63)},
+        ('weights_spad', 'Weights'): {'max_tile': (192, 119), 'instances': (168, 120), 'reads': (5505024, 122), 'fills': (688128, 123), 'updates': (0, 124)},
+        ('ifmap_spad', 'Inputs'): {'max_tile': (24, 178), 'instances': (168, 179), 'reads': (5505024, 181), 'fills': (286720, 182), 'updates': (0, 183)},
+        ('shared_glb', 'Inputs'): {'max_tile': (5120, 240), 'instances': (1, 241), 'reads': (12042240, 243), 'fills': (573440, 244), 'updates': (0, 245)},
+        ('shared_glb', 'Outputs'): {'max_tile': (7168, 264), 'instances': (1, 265), 'reads': (12042240, 267), 'fills': (2408448, 268), 'updates': (12845056, 269)},
+        ('DRAM', 'Weights'): {'max_tile': (294912, 327), 'instances': (1, 328), 'reads': (8257536, 330), 'fills': (0, 331), 'updates': (0, 332)},
+        ('DRAM', 'Inputs'): {'max_tile': (430592, 351), 'instances': (1, 352), 'reads': (573440, 354), 'fills': (0, 355), 'updates': (0, 356)},
+        ('DRAM', 'Outputs'): {'max_tile': (802816, 375), 'instances': (1, 376), 'reads': (2408448, 378), 'fills': (0, 379), 'updates': (3211264, 380)},
     }),
 ]
 
