@@ -1,8 +1,10 @@
 """`looptrace movement --convention timeloop` against Timeloop's own published reference
-outputs: the tutorial exercises of timeloop-accelergy-exercises (conv1d at one to three
-levels, with and without bypass, a 16-PE fanout over C or over K; the mapper's Eyeriss
-mapping of a VGG layer on 14 x 12 PEs), converted to LoopTree mappings in
-tests/specs/timeloop/ (each mapping names its map.txt). Every figure the
+outputs in timeloop-accelergy-exercises: the tutorial exercises (conv1d at one to three
+levels, with and without bypass, a 16-PE fanout over C or over K, the mapper's three
+conv1d mappings; the mapper's Eyeriss mapping of a VGG layer on 14 x 12 PEs) and the
+example designs (simple weight- and output-stationary, Eyeriss-like, Simba-like, on a
+stride-2 convolution), converted to LoopTree mappings in tests/specs/timeloop/ (each
+mapping names its map.txt). Every figure the
 convention reports is checked against the reference stats:
 
 - instances  = "Utilized instances (max)"
@@ -105,6 +107,31 @@ CASES = [
         ('MainMemory', 'Inputs'): {'max_tile': (576, 299), 'instances': (1, 300), 'reads': (576, 302), 'fills': (0, 303), 'updates': (0, 304)},
         ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
     }),
+    ('05_mapper_baked', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/05-mapper-conv1d+oc-3level/ref-output/baked/timeloop-mapper.stats.txt', {
+        ('RegisterFile', 'Weights'): {'max_tile': (6, 59), 'instances': (1, 60), 'reads': (1536, 62), 'fills': (96, 63), 'updates': (0, 64)},
+        ('RegisterFile', 'Inputs'): {'max_tile': (3, 83), 'instances': (1, 84), 'reads': (1536, 86), 'fills': (288, 87), 'updates': (0, 88)},
+        ('RegisterFile', 'Outputs'): {'max_tile': (2, 107), 'instances': (1, 108), 'reads': (1024, 110), 'fills': (0, 111), 'updates': (1536, 112)},
+        ('GlobalBuffer', 'Weights'): {'max_tile': (96, 168), 'instances': (1, 169), 'reads': (96, 171), 'fills': (96, 172), 'updates': (0, 173)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (18, 192), 'instances': (1, 193), 'reads': (288, 195), 'fills': (18, 196), 'updates': (0, 197)},
+        ('GlobalBuffer', 'Outputs'): {'max_tile': (512, 216), 'instances': (1, 217), 'reads': (0, 219), 'fills': (0, 220), 'updates': (512, 221)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 275), 'instances': (1, 276), 'reads': (96, 278), 'fills': (0, 279), 'updates': (0, 280)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 299), 'instances': (1, 300), 'reads': (18, 302), 'fills': (0, 303), 'updates': (0, 304)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 323), 'instances': (1, 324), 'reads': (0, 326), 'fills': (0, 327), 'updates': (512, 328)},
+    }),
+    ('05_mapper_freebypass', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/05-mapper-conv1d+oc-3level/ref-output/freebypass/timeloop-mapper.stats.txt', {
+        ('RegisterFile', 'Weights'): {'max_tile': (6, 59), 'instances': (1, 60), 'reads': (1536, 62), 'fills': (96, 63), 'updates': (0, 64)},
+        ('RegisterFile', 'Inputs'): {'max_tile': (3, 83), 'instances': (1, 84), 'reads': (1536, 86), 'fills': (288, 87), 'updates': (0, 88)},
+        ('RegisterFile', 'Outputs'): {'max_tile': (2, 107), 'instances': (1, 108), 'reads': (1024, 110), 'fills': (0, 111), 'updates': (1536, 112)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (18, 168), 'instances': (1, 169), 'reads': (288, 171), 'fills': (18, 172), 'updates': (0, 173)},
+        ('MainMemory', 'Weights'): {'max_tile': (96, 227), 'instances': (1, 228), 'reads': (96, 230), 'fills': (0, 231), 'updates': (0, 232)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 251), 'instances': (1, 252), 'reads': (18, 254), 'fills': (0, 255), 'updates': (0, 256)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 275), 'instances': (1, 276), 'reads': (0, 278), 'fills': (0, 279), 'updates': (512, 280)},
+    }),
+    ('05_mapper_null', 'conv1d_oc', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/05-mapper-conv1d+oc-3level/ref-output/null/timeloop-mapper.stats.txt', {
+        ('MainMemory', 'Weights'): {'max_tile': (96, 130), 'instances': (1, 131), 'reads': (1536, 133), 'fills': (0, 134), 'updates': (0, 135)},
+        ('MainMemory', 'Inputs'): {'max_tile': (18, 154), 'instances': (1, 155), 'reads': (1536, 157), 'fills': (0, 158), 'updates': (0, 159)},
+        ('MainMemory', 'Outputs'): {'max_tile': (512, 178), 'instances': (1, 179), 'reads': (1024, 181), 'fills': (0, 182), 'updates': (1536, 183)},
+    }),
     ('06_eyeriss_vgg02_layer5', 'vgg02_layer5', 'workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/06-mapper-convlayer-eyeriss/ref-output/timeloop-mapper.stats.txt', {
         ('psum_spad', 'Outputs'): {'max_tile': (8, 58), 'instances': (168, 59), 'reads': (5490688, 61), 'fills': (215040, 62), 'updates': (5505024, 63)},
         ('weights_spad', 'Weights'): {'max_tile': (192, 119), 'instances': (168, 120), 'reads': (5505024, 122), 'fills': (688128, 123), 'updates': (0, 124)},
@@ -114,6 +141,50 @@ CASES = [
         ('DRAM', 'Weights'): {'max_tile': (294912, 327), 'instances': (1, 328), 'reads': (8257536, 330), 'fills': (0, 331), 'updates': (0, 332)},
         ('DRAM', 'Inputs'): {'max_tile': (430592, 351), 'instances': (1, 352), 'reads': (573440, 354), 'fills': (0, 355), 'updates': (0, 356)},
         ('DRAM', 'Outputs'): {'max_tile': (802816, 375), 'instances': (1, 376), 'reads': (2408448, 378), 'fills': (0, 379), 'updates': (3211264, 380)},
+    }),
+    ('07_simple_weight_stationary', 'example_designs', 'workspace/example_designs/example_designs/simple_weight_stationary/ref_outputs/default_problem/timeloop-mapper.stats.txt', {
+        ('output_activation_reg', 'Outputs'): {'max_tile': (1, 57), 'instances': (12, 58), 'reads': (802816, 60), 'fills': (802816, 61), 'updates': (903168, 62)},
+        ('input_activation_reg', 'Inputs'): {'max_tile': (1, 116), 'instances': (12, 117), 'reads': (903168, 119), 'fills': (903168, 120), 'updates': (0, 121)},
+        ('weight_reg', 'Weights'): {'max_tile': (1, 177), 'instances': (12, 178), 'reads': (903168, 180), 'fills': (2016, 181), 'updates': (0, 182)},
+        ('pe_spad', 'Weights'): {'max_tile': (3, 239), 'instances': (12, 240), 'reads': (2016, 242), 'fills': (2016, 243), 'updates': (0, 244)},
+        ('shared_glb', 'Weights'): {'max_tile': (864, 301), 'instances': (1, 302), 'reads': (24192, 304), 'fills': (864, 305), 'updates': (0, 306)},
+        ('shared_glb', 'Inputs'): {'max_tile': (11475, 325), 'instances': (1, 326), 'reads': (2709504, 328), 'fills': (151875, 329), 'updates': (0, 330)},
+        ('shared_glb', 'Outputs'): {'max_tile': (28672, 349), 'instances': (1, 350), 'reads': (3211264, 352), 'fills': (0, 353), 'updates': (3612672, 354)},
+        ('DRAM', 'Weights'): {'max_tile': (864, 409), 'instances': (1, 410), 'reads': (864, 412), 'fills': (0, 413), 'updates': (0, 414)},
+        ('DRAM', 'Inputs'): {'max_tile': (151875, 433), 'instances': (1, 434), 'reads': (151875, 436), 'fills': (0, 437), 'updates': (0, 438)},
+        ('DRAM', 'Outputs'): {'max_tile': (401408, 457), 'instances': (1, 458), 'reads': (0, 460), 'fills': (0, 461), 'updates': (401408, 462)},
+    }),
+    ('07_simple_output_stationary', 'example_designs', 'workspace/example_designs/example_designs/simple_output_stationary/ref_outputs/default_problem/timeloop-mapper.stats.txt', {
+        ('output_activation_reg', 'Outputs'): {'max_tile': (1, 57), 'instances': (16, 58), 'reads': (652288, 60), 'fills': (652288, 61), 'updates': (677376, 62)},
+        ('input_activation_reg', 'Inputs'): {'max_tile': (1, 116), 'instances': (16, 117), 'reads': (677376, 119), 'fills': (677376, 120), 'updates': (0, 121)},
+        ('weight_reg', 'Weights'): {'max_tile': (1, 176), 'instances': (16, 177), 'reads': (677376, 179), 'fills': (48384, 180), 'updates': (0, 181)},
+        ('pe_spad', 'Outputs'): {'max_tile': (56, 238), 'instances': (16, 239), 'reads': (652288, 241), 'fills': (0, 242), 'updates': (677376, 243)},
+        ('shared_glb', 'Weights'): {'max_tile': (432, 299), 'instances': (1, 300), 'reads': (774144, 302), 'fills': (13824, 303), 'updates': (0, 304)},
+        ('shared_glb', 'Inputs'): {'max_tile': (9831, 323), 'instances': (1, 324), 'reads': (677376, 326), 'fills': (157296, 327), 'updates': (0, 328)},
+        ('DRAM', 'Weights'): {'max_tile': (864, 385), 'instances': (1, 386), 'reads': (13824, 388), 'fills': (0, 389), 'updates': (0, 390)},
+        ('DRAM', 'Inputs'): {'max_tile': (151875, 409), 'instances': (1, 410), 'reads': (157296, 412), 'fills': (0, 413), 'updates': (0, 414)},
+        ('DRAM', 'Outputs'): {'max_tile': (401408, 433), 'instances': (1, 434), 'reads': (0, 436), 'fills': (0, 437), 'updates': (401408, 438)},
+    }),
+    ('07_eyeriss_like', 'example_designs', 'workspace/example_designs/example_designs/eyeriss_like/ref_outputs/default_problem/timeloop-mapper.stats.txt', {
+        ('psum_spad', 'Outputs'): {'max_tile': (8, 58), 'instances': (126, 59), 'reads': (57344, 61), 'fills': (0, 62), 'updates': (86016, 63)},
+        ('weights_spad', 'Weights'): {'max_tile': (24, 118), 'instances': (126, 119), 'reads': (86016, 121), 'fills': (1536, 122), 'updates': (0, 123)},
+        ('ifmap_spad', 'Inputs'): {'max_tile': (3, 177), 'instances': (126, 178), 'reads': (86016, 180), 'fills': (10752, 181), 'updates': (0, 182)},
+        ('shared_glb', 'Inputs'): {'max_tile': (9831, 238), 'instances': (1, 239), 'reads': (1354752, 241), 'fills': (157296, 242), 'updates': (0, 243)},
+        ('shared_glb', 'Outputs'): {'max_tile': (6272, 262), 'instances': (1, 263), 'reads': (0, 265), 'fills': (0, 266), 'updates': (401408, 267)},
+        ('DRAM', 'Weights'): {'max_tile': (864, 324), 'instances': (1, 325), 'reads': (13824, 327), 'fills': (0, 328), 'updates': (0, 329)},
+        ('DRAM', 'Inputs'): {'max_tile': (151875, 348), 'instances': (1, 349), 'reads': (157296, 351), 'fills': (0, 352), 'updates': (0, 353)},
+        ('DRAM', 'Outputs'): {'max_tile': (401408, 372), 'instances': (1, 373), 'reads': (0, 375), 'fills': (0, 376), 'updates': (401408, 377)},
+    }),
+    ('07_simba_like', 'example_designs', 'workspace/example_designs/example_designs/simba_like/ref_outputs/default_problem/timeloop-mapper.stats.txt', {
+        ('PEWeightRegs', 'Weights'): {'max_tile': (1, 57), 'instances': (48, 58), 'reads': (225792, 60), 'fills': (32256, 61), 'updates': (0, 62)},
+        ('PEAccuBuffer', 'Outputs'): {'max_tile': (14, 118), 'instances': (48, 119), 'reads': (200704, 121), 'fills': (50176, 122), 'updates': (225792, 123)},
+        ('PEWeightBuffer', 'Weights'): {'max_tile': (18, 180), 'instances': (48, 181), 'reads': (32256, 183), 'fills': (18, 184), 'updates': (0, 185)},
+        ('PEInputBuffer', 'Inputs'): {'max_tile': (513, 240), 'instances': (12, 241), 'reads': (225792, 243), 'fills': (56700, 244), 'updates': (0, 245)},
+        ('GlobalBuffer', 'Inputs'): {'max_tile': (6075, 300), 'instances': (1, 301), 'reads': (170100, 303), 'fills': (151875, 304), 'updates': (0, 305)},
+        ('GlobalBuffer', 'Outputs'): {'max_tile': (14336, 324), 'instances': (1, 325), 'reads': (802816, 327), 'fills': (0, 328), 'updates': (1204224, 329)},
+        ('DRAM', 'Weights'): {'max_tile': (864, 384), 'instances': (1, 385), 'reads': (864, 387), 'fills': (0, 388), 'updates': (0, 389)},
+        ('DRAM', 'Inputs'): {'max_tile': (151875, 408), 'instances': (1, 409), 'reads': (151875, 411), 'fills': (0, 412), 'updates': (0, 413)},
+        ('DRAM', 'Outputs'): {'max_tile': (401408, 432), 'instances': (1, 433), 'reads': (0, 435), 'fills': (0, 436), 'updates': (401408, 437)},
     }),
 ]
 
