@@ -257,11 +257,30 @@ def test_per_instance_default():
     # The union figures stay: the 16 GlobalBuffers together hold all 576 inputs at once.
     check(got[("GlobalBuffer", "Inputs")]["max_tile"] == 576, "default: union max_tile")
     check("instances" not in got[("MainMemory", "Inputs")], "default: no per-instance figures above !Spatial")
+    # A multicast (kp: the 16 GlobalBuffers, one per K pair, all hold the 576 inputs):
+    # once in the union's fills, once per instance in fills_per_instance.
+    kp = entries(json.loads(movement("04_3level_spatial_kp", "conv1d_oc_ic").stdout))[("GlobalBuffer", "Inputs")]
+    have = (kp["max_tile"], kp["fills"], kp["instances"], kp["max_tile_per_instance"], kp["fills_per_instance"])
+    check(have == (576, 576, 16, 576, 16 * 576), "default kp multicast: %r" % (have,))
     t = movement("04_3level_spatial_cp", "conv1d_oc_ic", "--format", "text")
     check("GlobalBuffer Inputs: 16 instances, max tile 36, fills 576" in t.stdout, "default text: per instance line")
     # Without !Spatial loops the report is as before: no per-instance keys, no extra line.
     plain = movement("01_2level_os", "conv1d", "--format", "text")
     check("per instance" not in plain.stdout, "default text: nothing per instance without !Spatial")
+
+
+def test_python_argument():
+    """A convention the binding does not know is a ValueError, as method's is."""
+    code = ("import looptrace\ntry:\n    looptrace.movement(None, convention='tl')\nexcept ValueError as e:\n"
+            "    print('ValueError', e)\n")
+    build = os.path.dirname(os.path.dirname(os.path.abspath(EXE)))
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env) if os.path.exists(python) else None
+        if p is not None and p.returncode == 0:
+            check("ValueError convention is 'looptree' or 'timeloop'" in p.stdout, "python: bad convention: " + p.stdout)
+            return
+    print("(python module not built: skipped)")
 
 
 def test_refusals():
@@ -300,4 +319,5 @@ def test_python():
 
 
 if __name__ == "__main__":
-    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_refusals, test_python]))
+    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_refusals, test_python,
+                   test_python_argument]))
