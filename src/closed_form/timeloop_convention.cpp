@@ -246,11 +246,15 @@ std::optional<PerInstance> per_instance_of(const Schedule& s, std::size_t node, 
   Digits digits(w.above, -1);
   try {
     w.walk(digits, 0, 1);
+    out.max_tile = w.max_tile;
+    out.fills = narrowed(w.fills);
   } catch (const Unclosed&) {
     return std::nullopt;
+  } catch (const movement_boxes::NotClosed&) {  // more than 64 boxes in one union
+    return std::nullopt;
+  } catch (const SpecError&) {  // past 2^63 - 1: left out, the union's figures stand
+    return std::nullopt;
   }
-  out.max_tile = w.max_tile;
-  out.fills = narrowed(w.fills);
   return out;
 }
 
@@ -622,7 +626,9 @@ void add_per_instance(const Schedule& s, const TraceOptions& options, MovementRe
       }
       it->second->instances = std::max(it->second->instances, p->instances);
       it->second->max_tile = std::max(it->second->max_tile, p->max_tile);
-      it->second->fills = narrowed(Wide(it->second->fills) + p->fills);
+      const Wide sum = Wide(it->second->fills) + p->fills;
+      if (sum > std::numeric_limits<std::int64_t>::max()) it->second.reset();
+      else it->second->fills = std::int64_t(sum);
     }
   }
   for (const auto& [key, p] : found)
