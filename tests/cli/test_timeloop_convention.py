@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from harness import EXE, ROOT, check, main, run
+from harness import EXE, ROOT, check, main, run, write
 
 SPECS = os.path.join(ROOT, "tests", "specs", "timeloop")
 
@@ -283,6 +283,102 @@ def test_python_argument():
     print("(python module not built: skipped)")
 
 
+def brute_per_instance(extents, accesses, loops, above):
+    """Per-instance figures by brute force: every combination of the digits of the loops
+    above the node (temporal and spatial), each a window of one instance; its tile, per
+    rank variable the range the fixed loops leave (the loops inside cover it), projected
+    per access (unit coefficients: a box). Returns {tensor: (max_tile, fills)}."""
+    import itertools
+
+    def count_of(j):  # a loop's iterations: from the largest tile it is given
+        var, _, tile, initial = loops[j]
+        given = extents[var]
+        for k in range(j):
+            if loops[k][0] == var:
+                given = max(loops[k][2], loops[k][3])
+        return 1 if given <= initial else 1 + -(-(given - initial) // tile)
+
+    counts = [count_of(j) for j in range(above)]
+    instances = 1
+    for j in range(above):
+        instances *= counts[j] if loops[j][1] else 1
+    out = {"instances": instances}
+    for digits in itertools.product(*[range(c) for c in counts]):
+        ranges = {v: (0, e) for v, e in extents.items()}
+        for j, d in enumerate(digits):
+            var, _, tile, initial = loops[j]
+            lo, hi = ranges[var]
+            a = lo if d == 0 else lo + initial + (d - 1) * tile
+            b = lo + initial if d == 0 else lo + initial + d * tile
+            ranges[var] = (min(a, hi), min(b, hi))
+        empty = any(hi <= lo for lo, hi in ranges.values())
+        for name, projection, output in accesses:
+            size = 0
+            if not empty:
+                size = 1
+                for terms in projection:
+                    size *= sum(ranges[v][1] - ranges[v][0] for v in terms) - len(terms) + 1
+            tile, fills = out.get(name, (0, 0))
+            out[name] = (max(tile, size), fills + (0 if output else size))
+    return out
+
+
+def test_per_instance_brute_force():
+    """The default report's per-instance figures against brute force on random nests
+    (imperfect tiles, first tiles of their own, spatial loops between temporal ones)."""
+    import random
+    rng = random.Random(27)
+    accesses = [("A", [["m"], ["k"]], False), ("B", [["k", "r"]], False), ("Z", [["m"]], True)]
+    for case in range(40):
+        extents = {v: rng.randint(1, 7) for v in "mkr"}
+        loops = []
+        for _ in range(rng.randint(2, 5)):
+            var = rng.choice("mkr")
+            given = extents[var]
+            for l in loops:
+                if l[0] == var:
+                    given = max(l[2], l[3])
+            tile = rng.randint(1, max(1, given))
+            initial = tile if rng.random() < 0.7 else rng.randint(1, max(1, given))
+            loops.append((var, rng.random() < 0.4, tile, initial))
+        if not any(l[1] for l in loops):
+            loops[rng.randrange(len(loops))] = loops[0][:1] + (True,) + loops[0][2:]
+        above = rng.randint(1, len(loops))
+        if not any(l[1] for l in loops[:above]):
+            j = rng.randrange(above)
+            loops[j] = (loops[j][0], True, loops[j][2], loops[j][3])
+        def node(l):
+            kind = "Spatial" if l[1] else "Temporal"
+            extra = ", name: X" if l[1] else ""
+            first = ", initial_tile_shape: %d" % l[3] if l[3] != l[2] else ""
+            return "  - !%s {rank_variable: %s, tile_shape: %d%s%s}\n" % (kind, l[0], l[2], first, extra)
+        text = ("workload:\n  iteration_space_shape:\n" +
+                "".join("    %s: 0 <= %s < %d\n" % (v, v, e) for v, e in extents.items()) +
+                "  einsums:\n  - name: E\n    tensor_accesses:\n"
+                "    - {name: A, projection: [m, k]}\n    - {name: B, projection: {J: k + r}}\n"
+                "    - {name: Z, projection: [m], output: True}\n"
+                "mapping:\n  nodes:\n  - !Storage {component: Main, tensors: [A, B, Z]}\n" +
+                "".join(node(l) for l in loops[:above]) +
+                "  - !Storage {component: Buffer, tensors: [A, B, Z]}\n" +
+                "".join(node(l) for l in loops[above:]) + "  - !Compute {einsum: E}\n")
+        path = write("random%d.yaml" % case, text)
+        r = run("movement", path)
+        if r.returncode != 0:
+            check(False, "random %d: exit %d: %s\n%s" % (case, r.returncode, r.stderr, text))
+            continue
+        got = entries(json.loads(r.stdout))
+        want = brute_per_instance(extents, accesses, loops, above)
+        instances = want.pop("instances")
+        for name, (tile, fills) in want.items():
+            t = got.get(("Buffer", name), {})
+            if instances == 1:  # the spatial loops run once: nothing per instance
+                check("instances" not in t, "random %d %s: per instance with one instance" % (case, name))
+                continue
+            have = (t.get("instances"), t.get("max_tile_per_instance"), t.get("fills_per_instance"))
+            check(have == (instances, tile, fills),
+                  "random %d %s: %r, expected %r\n%s" % (case, name, have, (instances, tile, fills), text))
+
+
 def test_refusals():
     r = movement("01_2level_os", "conv1d", "--convention", "timeloop", "--method", "enumerate")
     check(r.returncode == 2 and "closed form" in r.stderr, "enumerate refused: %d %s" % (r.returncode, r.stderr))
@@ -319,5 +415,5 @@ def test_python():
 
 
 if __name__ == "__main__":
-    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_refusals, test_python,
+    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_per_instance_brute_force, test_refusals, test_python,
                    test_python_argument]))
