@@ -713,6 +713,11 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
       // An output's reads: its updates but the first of each element (read elision).
       t.reads = narrowed(reads[key] + std::max<Wide>(0, updates[key] - distinct[key]));
       if (t.instances == 0) t.instances = 1;
+      if (t.bytes_per_value)  // the report's byte figures must fit too
+        for (const std::int64_t n : {t.reads, t.updates})
+          if (Wide(n) * *t.bytes_per_value > std::numeric_limits<std::int64_t>::max())
+            throw SpecError("the bytes read or updated of tensor '" + t.tensor + "' at " + l.level +
+                            " exceed 2^63 - 1");
     }
   return report;
 }
