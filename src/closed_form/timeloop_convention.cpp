@@ -677,6 +677,10 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
   // written accesses' instances hold, the reads by children and compute of read
   // accesses, the updates of written ones.
   std::map<std::pair<std::string, std::string>, Wide> distinct, reads, updates;
+  // Per (level, tensor): what its nodes ask of their parent (reads of read accesses,
+  // updates of written ones, multicast and reduction applied), and the parent's level.
+  std::map<std::pair<std::string, std::string>, Wide> asked_reads, asked_updates;
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> parent_of;
   for (std::size_t node = 0; node < s.storages.size(); ++node) {
     const StorageWindows& n = s.storages[node];
     for (const std::string& tensor : n.tensors) {
@@ -701,6 +705,8 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
           m.fills = narrowed(Wide(m.fills) + tally.delivered - (tally.write ? tally.distinct : 0));
           const auto up = std::make_pair(s.storages[std::size_t(parent)].level, tensor);
           (tally.write ? updates : reads)[up] += tally.traffic;
+          (tally.write ? asked_updates : asked_reads)[key] += tally.traffic;
+          parent_of[key] = up;
         }
         if (tally.innermost) (tally.write ? updates : reads)[key] += tally.compute;
       }
@@ -713,8 +719,16 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
       // An output's reads: its updates but the first of each element (read elision).
       t.reads = narrowed(reads[key] + std::max<Wide>(0, updates[key] - distinct[key]));
       if (t.instances == 0) t.instances = 1;
+      // The parent's reads and updates for this level, as if it were the parent's only
+      // child for the tensor: an output's first update of each of the parent's
+      // elements is not read.
+      t.parent_updates = narrowed(asked_updates[key]);
+      const auto up = parent_of.find(key);
+      t.parent_reads = narrowed(asked_reads[key] +
+                                (up == parent_of.end() ? Wide(0)
+                                                       : std::max<Wide>(0, asked_updates[key] - distinct[up->second])));
       if (t.bytes_per_value)  // the report's byte figures must fit too
-        for (const std::int64_t n : {t.reads, t.updates})
+        for (const std::int64_t n : {t.reads, t.updates, t.parent_reads, t.parent_updates})
           if (Wide(n) * *t.bytes_per_value > std::numeric_limits<std::int64_t>::max())
             throw SpecError("the bytes read or updated of tensor '" + t.tensor + "' at " + l.level +
                             " exceed 2^63 - 1");

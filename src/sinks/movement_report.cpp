@@ -123,6 +123,8 @@ json timeloop_json(const MovementReport& r) {
       tj["fills"] = t.fills;
       tj["reads"] = t.reads;
       tj["updates"] = t.updates;
+      tj["parent_reads"] = t.parent_reads;
+      tj["parent_updates"] = t.parent_updates;
       if (t.bytes_per_value) {
         const std::int64_t b = *t.bytes_per_value;
         tj["bytes_per_value"] = b;
@@ -154,12 +156,14 @@ std::string timeloop_text(const MovementReport& r) {
   const int n = 14;  // Timeloop's figures grow past the default table's 12
   out << std::left << std::setw(int(level_w) + 2) << "level" << std::setw(int(tensor_w) + 2) << "tensor"
       << std::setw(6) << "home" << std::right << std::setw(n) << "instances" << std::setw(n) << "max_tile"
-      << std::setw(n) << "fills" << std::setw(n) << "reads" << std::setw(n) << "updates" << "\n";
+      << std::setw(n) << "fills" << std::setw(n) << "reads" << std::setw(n) << "updates" << std::setw(n)
+      << "parent reads" << std::setw(n) << "parent upd." << "\n";
   for (const auto& l : r.levels)
     for (const auto& t : l.tensors)
       out << std::left << std::setw(int(level_w) + 2) << l.level << std::setw(int(tensor_w) + 2) << t.tensor
           << std::setw(6) << (t.home ? "yes" : "") << std::right << std::setw(n) << t.instances << std::setw(n)
-          << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.reads << std::setw(n) << t.updates << "\n";
+          << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.reads << std::setw(n) << t.updates
+          << std::setw(n) << t.parent_reads << std::setw(n) << t.parent_updates << "\n";
   return out.str();
 }
 }  // namespace

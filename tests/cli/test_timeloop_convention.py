@@ -226,13 +226,43 @@ def test_reference_figures():
     print("reference figures checked: %d" % checked)
 
 
+def test_parent_figures():
+    """parent_reads / parent_updates of a level: its parent's "Scalar reads" / "Scalar
+    updates" times the parent's instances (in these cases every parent has one child
+    per tensor and computes nothing itself). The stats list levels innermost first, so
+    a tensor's parent is the next level after it in CASES that holds it; the home's are 0."""
+    checked = 0
+    for mapping, workload, stats, expected in CASES:
+        r = movement(mapping, workload, "--convention", "timeloop")
+        if r.returncode != 0:
+            check(False, mapping + ": exit %d" % r.returncode)
+            continue
+        got = entries(json.loads(r.stdout))
+        keys = list(expected)
+        for i, key in enumerate(keys):
+            parent = next((k for k in keys[i + 1:] if k[1] == key[1]), None)
+            for figure, of in (("parent_reads", "reads"), ("parent_updates", "updates")):
+                if parent is None:
+                    want, line = 0, None
+                else:
+                    value, line = expected[parent][of]
+                    want = value * expected[parent]["instances"][0]
+                have = got.get(key, {}).get(figure)
+                checked += 1
+                check(have == want, "%s %s %s: %s, expected %s (%s line %s)" % (mapping, key, figure, have, want,
+                                                                                stats, line))
+    print("parent figures checked: %d" % checked)
+
+
 def test_text_table():
     r = movement("04_3level_spatial_kp", "conv1d_oc_ic", "--convention", "timeloop", "--format", "text")
     check(r.returncode == 0, "text: exit %d: %s" % (r.returncode, r.stderr))
     check("Timeloop's convention" in r.stdout, "text: names the convention")
-    # RegisterFile Outputs: 16 instances, utilized capacity 16, fills 992 x 16, reads 3040 x 16, updates 3072 x 16.
+    # RegisterFile Outputs: 16 instances, utilized capacity 16, fills 992 x 16, reads 3040 x 16, updates 3072 x 16;
     row = [l.split() for l in r.stdout.splitlines() if l.startswith("RegisterFile") and " Outputs " in l]
-    check(row == [["RegisterFile", "Outputs", "16", "16", "15872", "48640", "49152"]], "text: a row: %r" % row)
+    # Its parent reads (GlobalBuffer, 992 x 16) and updates (1024 x 16) for it.
+    check(row == [["RegisterFile", "Outputs", "16", "16", "15872", "48640", "49152", "15872", "16384"]],
+          "text: a row: %r" % row)
 
 
 def test_per_instance_default():
@@ -415,5 +445,5 @@ def test_python():
 
 
 if __name__ == "__main__":
-    sys.exit(main([test_reference_figures, test_text_table, test_per_instance_default, test_per_instance_brute_force, test_refusals, test_python,
+    sys.exit(main([test_reference_figures, test_parent_figures, test_text_table, test_per_instance_default, test_per_instance_brute_force, test_refusals, test_python,
                    test_python_argument]))

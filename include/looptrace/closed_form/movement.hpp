@@ -46,8 +46,10 @@ struct TensorMovement {
   // --convention timeloop (README "Timeloop's convention"): `max_tile` is one
   // instance's, `fills` summed over the instances, and these are the level's reads and
   // updates as Timeloop counts them (by its children and the compute), summed over its
-  // instances; `instances` is theirs.
-  std::int64_t instances = 1, reads = 0, updates = 0;
+  // instances; `instances` is theirs; `parent_reads` and `parent_updates` what the
+  // level's fills and drains take of its parent (its share of the parent's reads and
+  // updates).
+  std::int64_t instances = 1, reads = 0, updates = 0, parent_reads = 0, parent_updates = 0;
 };
 
 struct FootprintPeak {
