@@ -11,6 +11,7 @@
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"
 #include "movement_boxes.hpp"
+#include "timeloop_convention.hpp"
 
 namespace looptrace {
 
@@ -429,10 +430,12 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
   if (options.sample_timesteps)
     throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
+  if (how.convention == Convention::timeloop) return checked_bytes(timeloop_movement(s, options));
   MovementReport report = how.method == MovementMethod::enumerate
                               ? enumerate_threaded(s, options, how.threads, how.partial_sums)
                               : closed_form_movement(s, options, how.partial_sums);
   add_capacities(s, options, how, report);
+  add_per_instance(s, options, report);
   return checked_bytes(std::move(report));
 }
 
