@@ -726,12 +726,17 @@ PYBIND11_MODULE(_looptrace, m) {
   m.def("movement", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                        py::object from, py::object to, py::object shard, int threads, bool enumerate,
                        bool partial_sums, const std::string& layout_text, const std::string& layout_file,
-                       std::uint64_t line_bytes, std::uint64_t align) {
+                       std::uint64_t line_bytes, std::uint64_t align, bool timeloop) {
     const py::object none = py::none();
     MovementOptions how;
     how.method = enumerate ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = threads;
     how.partial_sums = partial_sums;
+    if (timeloop) {
+      if (enumerate || !layout_file.empty())
+        throw SpecError("convention='timeloop' is counted in closed form only, without a layout");
+      how.convention = Convention::timeloop;
+    }
     return movement_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), how, layout_text,
                        layout_file, line_bytes, align);
   });

@@ -359,14 +359,30 @@ mapping:
   - !Compute {einsum: O}
 )");
   const MovementReport r = summarize_movement(s);
+  // Only the slot (GlobalBuffer, I) is enumerated: W and O stay in closed form.
   REQUIRE(r.enumerated.size() == 1);
   CHECK(r.enumerated[0].level == "GlobalBuffer");
+  CHECK(r.enumerated[0].tensor == "I");
   CHECK(th::contains(r.enumerated[0].reason, "not a box"));
   const LevelMovement& gb = r.levels[1];
   CHECK(gb.tensors[0].tensor == "I");
   CHECK(gb.tensors[0].fills == 16);  // {0, 2, .., 14} then {1, 3, .., 15}
   CHECK(gb.tensors[0].max_tile == 8);
+  // The peak sums the slots counted apart: I's 8, W's 1 and O's 8 in each window.
+  CHECK(gb.peak_footprint.value == 17);
+  CHECK(gb.peak_footprint.timestep == 0);
   CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
+  // A cut window too: [3, 13) cuts the windows [0, 8) and [8, 16) to [3, 8) and [8, 13).
+  TraceOptions cut;
+  cut.from = 3, cut.to = 13;
+  // DRAM's one window is cut there too, to the iterations r = 0, p >= 3 and r = 1,
+  // p < 5: I's {6, 8, .., 14} and {1, 3, .., 9}, not boxes either.
+  const MovementReport c = summarize_movement(s, cut);
+  REQUIRE(c.enumerated.size() == 2);
+  CHECK(c.enumerated[0].level == "DRAM");
+  CHECK(c.enumerated[0].tensor == "I");
+  CHECK(c.enumerated[1].level == "GlobalBuffer");
+  CHECK(figures(c) == figures(summarize_movement(s, cut, MovementOptions{MovementMethod::enumerate, 1})));
 }
 
 TEST_CASE("movement: bytes from bits_per_value, and the arch's sizes") {

@@ -249,9 +249,13 @@ def movement(
     layout=None,
     line_bytes: int = 64,
     align: int = 4096,
+    convention: str = "looptree",
 ) -> dict:
     """What ``looptrace movement`` prints, as a dict: per memory level and tensor the
-    windows, largest tile, fills and drains; per level the peak footprint. ``method``:
+    windows, largest tile, fills and drains; per level the peak footprint; below
+    ``!Spatial`` loops also ``instances``, ``max_tile_per_instance`` and
+    ``fills_per_instance``. ``convention="timeloop"`` counts as ``--convention
+    timeloop`` does (Timeloop's per-instance fills, reads and updates). ``method``:
     "closed-form" (tiles as boxes) or "enumerate" (every access; ``threads`` workers);
     ``partial_sums``: outputs read back after an earlier window drained them. With
     ``layout`` (a path or a dict, as ``--layout``): each parent level's ``"layout"``, the
@@ -259,12 +263,14 @@ def movement(
     bank cycles where the file gives banks."""
     if method not in ("closed-form", "enumerate"):
         raise ValueError(f"method is 'closed-form' or 'enumerate', not {method!r}")
+    if convention not in ("looptree", "timeloop"):
+        raise ValueError(f"convention is 'looptree' or 'timeloop', not {convention!r}")
     handle = _handle(spec_or_mapping, workload)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
     layout_text, layout_file = _layout_source(layout)
     return _looptrace.movement(handle, _names(tensors), _names(einsums), *sel, int(threads),
                                method == "enumerate", bool(partial_sums), layout_text, layout_file,
-                               int(line_bytes), int(align))
+                               int(line_bytes), int(align), convention == "timeloop")
 
 
 def timeline(

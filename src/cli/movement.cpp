@@ -32,6 +32,13 @@ void add_movement_command(CLI::App& app) {
   cmd->add_flag("--partial-sums", *partial_sums,
                 "Count an output tile filled again after an earlier window drained it (a reduction above the node) "
                 "as read back from the parent, as analytical models do");
+  auto convention = std::make_shared<std::string>("looptree");
+  cmd->add_option("--convention", *convention,
+                  "looptree (SEMANTICS: every window refetches its tile, a level's tile is the union of its "
+                  "instances) or timeloop (Timeloop's counts: sliding-window reuse reset when the step changes, "
+                  "per instance, multicast and spatial reduction, partial sums; README 'Timeloop's convention')")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"looptree", "timeloop"}));
   auto layout = std::make_shared<std::string>();
   cmd->add_option("--layout", *layout,
                   "A layout file: add, per level with children, the lines its fills and drains take against the "
@@ -44,12 +51,16 @@ void add_movement_command(CLI::App& app) {
   cmd->add_option("--align", *align, "With --layout: where tensors the file does not place start (as transfers)")
       ->capture_default_str()
       ->check(whole_number(1, std::int64_t(1) << 40));
-  cmd->callback([args, format, threads, method, partial_sums, layout, line_bytes, align] {
+  cmd->callback([args, format, threads, method, partial_sums, convention, layout, line_bytes, align] {
+    if (*convention == "timeloop" && (*method == "enumerate" || !layout->empty()))
+      throw SpecError("--convention timeloop is counted in closed form only, without --layout: drop "
+                      "--method enumerate and --layout");
     Schedule schedule = args->load();
     MovementOptions how;
     how.method = *method == "enumerate" ? MovementMethod::enumerate : MovementMethod::closed_form;
     how.threads = *threads;
     how.partial_sums = *partial_sums;
+    if (*convention == "timeloop") how.convention = Convention::timeloop;
     MovementReport report = summarize_movement(schedule, args->resolved(), how);
     if (!layout->empty()) {
       const LayoutSpec spec = load_layout(*layout);

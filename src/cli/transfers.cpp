@@ -22,6 +22,7 @@ struct TransferArgs {
   std::optional<std::string> issue_rate;  // none: no limit
   std::string method = "closed-form";
   std::string layout;  // a layout file (SEMANTICS "Layouts"); empty: row-major
+  std::string convention = "looptree";  // timeloop: refused (not written yet)
 };
 }  // namespace
 
@@ -58,7 +59,15 @@ void add_transfers_command(CLI::App& app) {
                 "counts it");
   cmd->add_option("--layout", t->layout,
                   "A layout file: each tensor's order, blocks, padding and base in each level (README 'Layouts')");
+  cmd->add_option("--convention", t->convention,
+                  "looptree; timeloop (the non-overlapping part of each fill) is not supported yet: "
+                  "movement --convention timeloop gives Timeloop's counts")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"looptree", "timeloop"}));
   cmd->callback([args, t] {
+    if (t->convention == "timeloop")
+      throw SpecError("transfers --convention timeloop is not supported yet: its requests would be the part of "
+                      "each tile the instance did not hold; `movement --convention timeloop` gives Timeloop's counts");
     t->options.enumerate = t->method == "enumerate";
     Schedule schedule = args->load();
     std::optional<LayoutSpec> layout;

@@ -11,6 +11,7 @@
 #include "looptrace/stages/window_traffic.hpp"
 #include "looptrace/stream.hpp"
 #include "movement_boxes.hpp"
+#include "timeloop_convention.hpp"
 
 namespace looptrace {
 
@@ -88,13 +89,33 @@ std::vector<std::uint32_t> nodes_of(const Schedule& s, const std::vector<std::st
   return nodes;
 }
 
+// Stretches of a level's nodes: more are enumerated instead (memory follows them).
+constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 19;  // 16 MiB, and twice that to sort
+
+// Adds a window to what a slot holds when: one stretch with the one before where it
+// follows back to back with the same size.
+void hold_window(std::vector<movement_boxes::HeldSpan>& held, const TimeRange& when, std::int64_t elements,
+                 std::int64_t bytes) {
+  if (!held.empty() && held.back().when.to == when.from && held.back().elements == elements &&
+      held.back().bytes == bytes) {
+    held.back().when.to = when.to;
+    return;
+  }
+  if (held.size() >= kMaxHeldSpans)
+    throw movement_boxes::NotClosed{"its slots counted apart hold tiles in more than " +
+                                    std::to_string(kMaxHeldSpans) + " stretches"};
+  held.push_back({when, elements, bytes});
+}
+
 // The enumerated report of some Storage nodes: one pass over their accesses.
 // With `partial_sums`, the windows hand out their elements: what a window writes first
 // (drained, not filled) that an earlier window of its node drained is read back from
 // the parent, unless the node is the tensor's home. (The check of the closed form:
 // memory follows the elements drained.)
+// With `held`, also what each window holds when (back-to-back windows of one size as
+// one stretch), for a level whose peak is summed over slots counted apart.
 MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options, const std::vector<std::uint32_t>& nodes,
-                                  bool partial_sums = false) {
+                                  bool partial_sums = false, std::vector<movement_boxes::HeldSpan>* held = nullptr) {
   auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic(partial_sums);
   std::vector<std::unordered_set<std::int64_t>> drained_before(traffic.traffic().slots.size());
   std::vector<std::int64_t> written_first;
@@ -134,6 +155,7 @@ MovementReport enumerate_movement(const Schedule& s, const TraceOptions& options
       }
       peaks[l].close(t.start, t.tile);
       peak_bytes[l].close(t.start, t.tile * m.bytes_per_value.value_or(0));
+      if (held) hold_window(*held, {t.start, t.end}, t.tile, t.tile * m.bytes_per_value.value_or(0));
     }
   for (std::size_t l = 0; l < report.levels.size(); ++l) {
     report.levels[l].peak_footprint = peaks[l].peak();
@@ -193,8 +215,6 @@ void add_checked(std::int64_t& into, std::int64_t n) {
     throw SpecError("data movement counts exceed 2^63 - 1: select fewer timesteps (--from/--to) or tensors");
 }
 
-// Stretches of a level's nodes: more are enumerated instead (memory follows them).
-constexpr std::size_t kMaxHeldSpans = std::size_t(1) << 19;  // 16 MiB, and twice that to sort
 
 // The largest sum over time of what the stretches hold, first reached where.
 FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool bytes) {
@@ -216,6 +236,48 @@ FootprintPeak peak_of(const std::vector<movement_boxes::HeldSpan>& held, bool by
       if (peak.timestep < 0 || sum > peak.value) peak = {std::int64_t(sum), t};
   }
   return peak;
+}
+
+// A node whose tensors are not all closed form, one (node, tensor) slot at a time: each
+// in closed form where it is, else by one pass over that tensor's accesses alone
+// (memory follows its tile), named in `enumerated`. The node's peak sums what its
+// slots hold over time; with `level_held`, that goes to the level's. Throws NotClosed
+// when the slots hold tiles in too many stretches to sum.
+movement_boxes::NodeTotals slot_by_slot(const Schedule& s, const TraceOptions& options, std::uint32_t node,
+                                        const std::vector<std::uint32_t>& tensors, const std::vector<std::int64_t>& bytes,
+                                        const std::vector<bool>& read_back, const TimeRange& window, bool partial_sums,
+                                        std::vector<movement_boxes::HeldSpan>* level_held,
+                                        std::vector<EnumeratedPart>& enumerated) {
+  movement_boxes::NodeTotals out;
+  out.slots.resize(tensors.size());
+  std::vector<movement_boxes::HeldSpan> held;
+  std::vector<EnumeratedPart> named;
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const std::string& name = s.tensors[tensors[k]].name;
+    const std::size_t held_before = held.size();
+    try {
+      const movement_boxes::NodeTotals one = movement_boxes::closed_form_node(
+          s, node, {tensors[k]}, options.einsums, {bytes[k]}, window, &held, kMaxHeldSpans, {read_back[k]});
+      out.slots[k] = one.slots.front();
+    } catch (const movement_boxes::NotClosed& e) {
+      held.resize(held_before);  // what the attempt held
+      TraceOptions alone = options;
+      alone.tensors = {name};
+      const MovementReport r = enumerate_movement(s, alone, {node}, partial_sums, &held);
+      const TensorMovement& m = r.levels.front().tensors.front();
+      out.slots[k] = {m.windows, m.max_tile, m.fills, m.drains};
+      named.push_back({s.storages[node].level, e.reason, name});
+    }
+  }
+  out.peak = peak_of(held, false);
+  out.peak_bytes = peak_of(held, true);
+  if (level_held) level_held->insert(level_held->end(), held.begin(), held.end());
+  for (EnumeratedPart& part : named)  // several nodes of the level and tensor, one entry
+    if (std::none_of(enumerated.begin(), enumerated.end(), [&](const EnumeratedPart& p) {
+          return p.level == part.level && p.tensor == part.tensor && p.reason == part.reason;
+        }))
+      enumerated.push_back(std::move(part));
+  return out;
 }
 
 // One level in closed form from its nodes' windows; throws NotClosed.
@@ -249,9 +311,16 @@ void closed_form_level(const Schedule& s, const TraceOptions& options, const Tra
                           }));
       bytes.push_back(level.tensors[std::size_t(layout.entry_of_slot[std::size_t(k)])].bytes_per_value.value_or(0));
     }
-    const movement_boxes::NodeTotals totals =
-        movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window,
-                                         at_once ? &held : nullptr, kMaxHeldSpans, read_back);
+    movement_boxes::NodeTotals totals;
+    const std::size_t held_before = held.size();
+    try {
+      totals = movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window,
+                                                at_once ? &held : nullptr, kMaxHeldSpans, read_back);
+    } catch (const movement_boxes::NotClosed&) {
+      held.resize(held_before);  // what the attempt held
+      totals = slot_by_slot(s, options, n, tensors, bytes, read_back, window, partial_sums, at_once ? &held : nullptr,
+                            report.enumerated);
+    }
     for (std::size_t i = 0; i < ks.size(); ++i) {
       TensorMovement& m = level.tensors[std::size_t(layout.entry_of_slot[std::size_t(ks[i])])];
       const movement_boxes::SlotTotals& t = totals.slots[i];
@@ -285,7 +354,8 @@ MovementReport closed_form_movement(const Schedule& s, const TraceOptions& optio
     } catch (const movement_boxes::NotClosed& e) {
       MovementReport whole = enumerate_movement(s, options, nodes_of(s, {skeleton.level}), partial_sums);
       report.levels[l] = std::move(whole.levels.front());
-      report.enumerated.push_back({skeleton.level, e.reason});
+      std::erase_if(report.enumerated, [&](const EnumeratedPart& p) { return p.level == skeleton.level; });
+      report.enumerated.push_back({skeleton.level, e.reason, {}});
     }
   }
   return report;
@@ -360,10 +430,12 @@ MovementReport summarize_movement(const Schedule& s, const TraceOptions& options
   if (options.sample_timesteps)
     throw SpecError("data movement needs whole stretches of time: use --from/--to, --max-timesteps "
                     "or --shard, not --sample-timesteps");
+  if (how.convention == Convention::timeloop) return checked_bytes(timeloop_movement(s, options));
   MovementReport report = how.method == MovementMethod::enumerate
                               ? enumerate_threaded(s, options, how.threads, how.partial_sums)
                               : closed_form_movement(s, options, how.partial_sums);
   add_capacities(s, options, how, report);
+  add_per_instance(s, options, report);
   return checked_bytes(std::move(report));
 }
 

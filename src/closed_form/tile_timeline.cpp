@@ -50,9 +50,31 @@ bool of_level(const Schedule& s, const TrafficPlan& plan, std::size_t n, const L
   return !plan.slots_of_storage[n].empty() && s.storages[n].level == level.level;
 }
 
-// The tracks of one level, node by node, in closed form; throws NotClosed.
+// `w` after the runs so far: it extends the last run when it moves the same and keeps its step.
+void append(std::vector<TileRun>& runs, const TimeRange& w, const TileTraffic& t);
+
+// One (node, tensor) track from the streaming engine that `movement` enumerates it with
+// (one pass over that tensor's accesses). False past kMaxRuns runs.
+bool enumerated_track(const Schedule& s, TraceOptions options, std::uint32_t node, std::uint32_t tensor,
+                      std::size_t& runs, TileTrack& track) {
+  options.tensors = {s.tensors[tensor].name};
+  auto traffic = trace_pipeline(s, options) | tile_windows(std::vector<std::uint32_t>{node}, options.tensors) | window_traffic();
+  for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
+    for (const TileTraffic& t : events) {
+      if (t.kind != TileTraffic::Kind::close || t.storage != node || t.tensor != tensor) continue;
+      const std::size_t before = track.runs.size();
+      append(track.runs, {t.start, t.end}, t);
+      if ((runs += track.runs.size() - before) > kMaxRuns) return false;
+    }
+  return true;
+}
+
+// The tracks of one level, node by node, in closed form; a node that is not, one
+// (node, tensor) slot at a time, each in closed form where it is and else enumerated
+// (as `movement` does) while the trace has at most `visitable` accesses. Throws
+// NotClosed when a slot can be neither.
 void level_tracks(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, const TimeRange& window,
-                  LevelTiles& level) {
+                  bool visitable, LevelTiles& level) {
   std::size_t runs = 0;
   for (std::size_t n = 0; n < s.storages.size(); ++n) {
     if (!of_level(s, plan, n, level)) continue;
@@ -60,16 +82,43 @@ void level_tracks(const Schedule& s, const TraceOptions& options, const TrafficP
     const std::vector<std::uint32_t> tensors = add_tracks(s, plan, n, level);
     std::vector<std::int64_t> bytes;
     for (std::size_t i = first; i < level.tracks.size(); ++i) bytes.push_back(level.tracks[i].bytes_per_value.value_or(0));
-    const movement_boxes::TallyObserver observe = [&](const WindowRun& w,
-                                                      const std::vector<movement_boxes::WindowTally>& tallies) {
-      if ((runs += tallies.size()) > kMaxRuns)
-        throw movement_boxes::NotClosed{"more than " + std::to_string(kMaxRuns) +
-                                        " runs of alike windows (select fewer timesteps: --from/--to)"};
-      for (std::size_t i = 0; i < tallies.size(); ++i)
-        level.tracks[first + i].runs.push_back({w, tallies[i].tile, tallies[i].fills, tallies[i].drains});
+    // Runs of the tensors from `from` on go to the tracks from `first + from` on.
+    auto observer = [&](std::size_t from) -> movement_boxes::TallyObserver {
+      return [&, from](const WindowRun& w, const std::vector<movement_boxes::WindowTally>& tallies) {
+        if ((runs += tallies.size()) > kMaxRuns)
+          throw movement_boxes::NotClosed{"more than " + std::to_string(kMaxRuns) +
+                                          " runs of alike windows (select fewer timesteps: --from/--to)"};
+        for (std::size_t i = 0; i < tallies.size(); ++i)
+          level.tracks[first + from + i].runs.push_back({w, tallies[i].tile, tallies[i].fills, tallies[i].drains});
+      };
     };
-    movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window, nullptr, 0, {},
-                                     observe);
+    const std::size_t runs_before = runs;
+    try {
+      movement_boxes::closed_form_node(s, std::uint32_t(n), tensors, options.einsums, bytes, window, nullptr, 0, {},
+                                       observer(0));
+      continue;
+    } catch (const movement_boxes::NotClosed&) {
+      runs = runs_before;
+      for (std::size_t i = first; i < level.tracks.size(); ++i) level.tracks[i].runs.clear();
+    }
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      TileTrack& track = level.tracks[first + i];
+      const std::size_t slot_before = runs;
+      try {
+        movement_boxes::closed_form_node(s, std::uint32_t(n), {tensors[i]}, options.einsums, {bytes[i]}, window,
+                                         nullptr, 0, {}, observer(i));
+        continue;
+      } catch (const movement_boxes::NotClosed& e) {
+        runs = slot_before;
+        track.runs.clear();
+        if (!visitable) throw movement_boxes::NotClosed{track.tensor + ": " + e.reason};
+        if (level.not_closed.empty()) level.not_closed = track.tensor + ": " + e.reason;
+      }
+      if (!enumerated_track(s, options, std::uint32_t(n), tensors[i], runs, track))
+        throw movement_boxes::NotClosed{level.not_closed + "; enumerated, more than " + std::to_string(kMaxRuns) +
+                                        " runs of alike windows"};
+      level.enumerated = true;
+    }
   }
 }
 
@@ -87,35 +136,6 @@ void append(std::vector<TileRun>& runs, const TimeRange& w, const TileTraffic& t
     }
   }
   runs.push_back({{w.from, w.to - w.from, 0, 1}, t.tile, t.fills, t.drains});
-}
-
-// A level the closed form cannot count, from the streaming engine that `movement`
-// enumerates it with (one pass over the level's accesses).
-void enumerated_tracks(const Schedule& s, const TraceOptions& options, const TrafficPlan& plan, LevelTiles& level) {
-  std::vector<std::uint32_t> nodes;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> track_of;  // (node, tensor) -> track
-  for (std::size_t n = 0; n < s.storages.size(); ++n) {
-    if (!of_level(s, plan, n, level)) continue;
-    nodes.push_back(std::uint32_t(n));
-    const std::size_t first = level.tracks.size();
-    const std::vector<std::uint32_t> tensors = add_tracks(s, plan, n, level);
-    for (std::size_t i = 0; i < tensors.size(); ++i) track_of[{std::uint32_t(n), tensors[i]}] = first + i;
-  }
-  auto traffic = trace_pipeline(s, options) | tile_windows(nodes, options.tensors) | window_traffic();
-  std::size_t runs = 0;
-  for (auto events = traffic.next_batch(); !events.empty(); events = traffic.next_batch())
-    for (const TileTraffic& t : events) {
-      if (t.kind != TileTraffic::Kind::close) continue;
-      std::vector<TileRun>& into = level.tracks[track_of.at({t.storage, t.tensor})].runs;
-      const std::size_t before = into.size();
-      append(into, {t.start, t.end}, t);
-      if ((runs += into.size() - before) > kMaxRuns) {
-        level.tracks.clear();
-        level.not_closed += "; enumerated, more than " + std::to_string(kMaxRuns) + " runs of alike windows";
-        return;
-      }
-    }
-  level.enumerated = true;
 }
 
 // The Einsums with a leaf below a node of `level`, in the order of `spans`.
@@ -155,11 +175,11 @@ TileTimeline tile_timeline(const Schedule& s, const TraceOptions& options) {
     LevelTiles level;
     level.level = name;
     try {
-      level_tracks(s, options, plan, out.window, level);
-    } catch (const movement_boxes::NotClosed& e) {
+      level_tracks(s, options, plan, out.window, accesses <= kMaxVisited, level);
+    } catch (const movement_boxes::NotClosed& e) {  // not drawn
       level.tracks.clear();
+      level.enumerated = false;
       level.not_closed = e.reason;
-      if (accesses <= kMaxVisited) enumerated_tracks(s, options, plan, level);
     }
     if (level.tracks.empty() && level.not_closed.empty()) continue;  // holds no traced tensor
     level.einsums = einsums_below(s, name, out.einsum_spans);

@@ -311,6 +311,7 @@ struct Compiler {
       out.memory_levels.push_back(node.component);
     out.storages.push_back(
         {node.component, node.tensors, ctx.time_base, ctx.time_levels, duration, node.where, ids_of(ctx.loops)});
+    out.storages.back().loops_above = ctx.loops.size();
     for (const MappingNode* loop : ctx.loops)
       if (loop->kind == NodeKind::Spatial) {
         std::int64_t& n = out.storages.back().instances;

@@ -99,7 +99,77 @@ json layout_json(const LevelLayoutCost& c) {
   return out;
 }
 
+namespace {
+// --convention timeloop: per level and tensor Timeloop's figures (README "Timeloop's
+// convention"), no footprint or capacity.
+json timeloop_json(const MovementReport& r) {
+  json out;
+  out["n_timesteps"] = r.n_timesteps;
+  out["from"] = r.from;
+  out["truncated"] = r.truncated;
+  out["convention"] = "timeloop";
+  json levels = json::array();
+  for (const auto& l : r.levels) {
+    json level;
+    level["level"] = l.level;
+    json tensors = json::array();
+    for (const auto& t : l.tensors) {
+      json tj;
+      tj["tensor"] = t.tensor;
+      tj["home"] = t.home;
+      tj["instances"] = t.instances;
+      tj["windows"] = t.windows;
+      tj["max_tile"] = t.max_tile;
+      tj["fills"] = t.fills;
+      tj["reads"] = t.reads;
+      tj["updates"] = t.updates;
+      tj["parent_reads"] = t.parent_reads;
+      tj["parent_updates"] = t.parent_updates;
+      if (t.bytes_per_value) {
+        const std::int64_t b = *t.bytes_per_value;
+        tj["bytes_per_value"] = b;
+        tj["max_tile_bytes"] = t.max_tile * b;
+        tj["fill_bytes"] = t.fills * b;
+        tj["read_bytes"] = t.reads * b;
+        tj["update_bytes"] = t.updates * b;
+      }
+      tensors.push_back(tj);
+    }
+    level["tensors"] = tensors;
+    levels.push_back(level);
+  }
+  out["levels"] = levels;
+  out["method"] = "closed-form";
+  out["enumerated"] = json::array();
+  return out;
+}
+
+std::string timeloop_text(const MovementReport& r) {
+  std::ostringstream out;
+  out << "timesteps [" << r.from << ", " << r.n_timesteps << "), Timeloop's convention (per instance; reads and "
+      << "updates of the level, summed over its instances)\n\n";
+  std::size_t level_w = 5, tensor_w = 6;
+  for (const auto& l : r.levels) {
+    level_w = std::max(level_w, l.level.size());
+    for (const auto& t : l.tensors) tensor_w = std::max(tensor_w, t.tensor.size());
+  }
+  const int n = 14;  // Timeloop's figures grow past the default table's 12
+  out << std::left << std::setw(int(level_w) + 2) << "level" << std::setw(int(tensor_w) + 2) << "tensor"
+      << std::setw(6) << "home" << std::right << std::setw(n) << "instances" << std::setw(n) << "max_tile"
+      << std::setw(n) << "fills" << std::setw(n) << "reads" << std::setw(n) << "updates" << std::setw(n)
+      << "parent reads" << std::setw(n) << "parent upd." << "\n";
+  for (const auto& l : r.levels)
+    for (const auto& t : l.tensors)
+      out << std::left << std::setw(int(level_w) + 2) << l.level << std::setw(int(tensor_w) + 2) << t.tensor
+          << std::setw(6) << (t.home ? "yes" : "") << std::right << std::setw(n) << t.instances << std::setw(n)
+          << t.max_tile << std::setw(n) << t.fills << std::setw(n) << t.reads << std::setw(n) << t.updates
+          << std::setw(n) << t.parent_reads << std::setw(n) << t.parent_updates << "\n";
+  return out.str();
+}
+}  // namespace
+
 json movement_json(const MovementReport& r) {
+  if (r.convention == Convention::timeloop) return timeloop_json(r);
   json out;
   out["n_timesteps"] = r.n_timesteps;
   out["from"] = r.from;
@@ -127,6 +197,11 @@ json movement_json(const MovementReport& r) {
         tj["fill_bytes"] = t.fills * b;
         tj["drain_bytes"] = t.drains * b;
       }
+      if (t.per_instance) {
+        tj["instances"] = t.per_instance->instances;
+        tj["max_tile_per_instance"] = t.per_instance->max_tile;
+        tj["fills_per_instance"] = t.per_instance->fills;
+      }
       tensors.push_back(tj);
     }
     level["tensors"] = tensors;
@@ -136,7 +211,12 @@ json movement_json(const MovementReport& r) {
   out["levels"] = levels;
   out["method"] = r.method == MovementMethod::enumerate ? "enumerate" : "closed-form";
   json enumerated = json::array();
-  for (const auto& e : r.enumerated) enumerated.push_back({{"level", e.level}, {"reason", e.reason}});
+  for (const auto& e : r.enumerated) {
+    json part = {{"level", e.level}};
+    if (!e.tensor.empty()) part["tensor"] = e.tensor;  // one slot, else the whole level
+    part["reason"] = e.reason;
+    enumerated.push_back(part);
+  }
   out["enumerated"] = enumerated;
   return out;
 }
@@ -206,6 +286,7 @@ void layout_text(const MovementReport& r, std::ostringstream& out) {
 }
 
 std::string movement_text(const MovementReport& r) {
+  if (r.convention == Convention::timeloop) return timeloop_text(r);
   std::ostringstream out;
   out << "timesteps [" << r.from << ", " << r.n_timesteps << ")" << (r.truncated ? " (part of the schedule)" : "")
       << "\n\n";
@@ -235,6 +316,15 @@ std::string movement_text(const MovementReport& r) {
         out << std::setw(n) << "-" << std::setw(n) << "-";
       out << "\n";
     }
+  bool per_instance = false;  // below !Spatial loops: per instance, after the table
+  for (const auto& l : r.levels)
+    for (const auto& t : l.tensors) {
+      if (!t.per_instance) continue;
+      if (!per_instance) out << "\nper instance (fills of each instance's own tile, summed over the instances):\n";
+      per_instance = true;
+      out << "  " << l.level << " " << t.tensor << ": " << t.per_instance->instances << " instances, max tile "
+          << t.per_instance->max_tile << ", fills " << t.per_instance->fills << "\n";
+    }
   out << "\n";
   for (const auto& l : r.levels) {
     out << l.level << ": peak footprint " << l.peak_footprint.value << " elements";
@@ -258,7 +348,8 @@ std::string movement_text(const MovementReport& r) {
     }
     out << "\n";
   }
-  for (const auto& e : r.enumerated) out << "enumerated " << e.level << ": " << e.reason << "\n";
+  for (const auto& e : r.enumerated)
+    out << "enumerated " << e.level << (e.tensor.empty() ? "" : " " + e.tensor) << ": " << e.reason << "\n";
   layout_text(r, out);
   return out.str();
 }

@@ -29,11 +29,27 @@
 
 namespace looptrace {
 
+// A (level, tensor) held below !Spatial loops, counted per instance (README "Per
+// instance"): the instances (the product of the !Spatial loops above its nodes, the
+// most of any node), the largest tile one instance holds in one window, and the fills
+// of every instance's own tile (read first in the window), summed over the instances.
+struct PerInstance {
+  std::int64_t instances = 1, max_tile = 0, fills = 0;
+};
+
 struct TensorMovement {
   std::string tensor;
   bool home = false;  // some node of the level holding it has no parent for it
   std::int64_t windows = 0, max_tile = 0, fills = 0, drains = 0;
   std::optional<std::int64_t> bytes_per_value;  // from bits_per_value, rounded up
+  std::optional<PerInstance> per_instance;  // below !Spatial loops, the whole run
+  // --convention timeloop (README "Timeloop's convention"): `max_tile` is one
+  // instance's, `fills` summed over the instances, and these are the level's reads and
+  // updates as Timeloop counts them (by its children and the compute), summed over its
+  // instances; `instances` is theirs; `parent_reads` and `parent_updates` what the
+  // level's fills and drains take of its parent (its share of the parent's reads and
+  // updates).
+  std::int64_t instances = 1, reads = 0, updates = 0, parent_reads = 0, parent_updates = 0;
 };
 
 struct FootprintPeak {
@@ -73,10 +89,18 @@ struct LevelMovement {
 
 enum class MovementMethod { closed_form, enumerate };
 
-// What the closed form handed to enumeration, and why.
+// What the figures mean: SEMANTICS' LoopTree definitions, or Timeloop's (sliding-window
+// reuse between a buffer instance's consecutive tiles, reset when the step changes;
+// figures per instance; multicast and spatial reduction; partial sums read back).
+enum class Convention { looptree, timeloop };
+
+// What the closed form handed to enumeration, and why: one (Storage node, tensor) slot
+// of the level, or the whole level (`tensor` empty) where its slots could not be
+// counted apart.
 struct EnumeratedPart {
   std::string level;
   std::string reason;
+  std::string tensor;
 };
 
 struct MovementReport {
@@ -86,6 +110,7 @@ struct MovementReport {
   MovementMethod method = MovementMethod::closed_form;
   std::vector<LevelMovement> levels;  // tree order
   std::vector<EnumeratedPart> enumerated;  // closed form: what it enumerated
+  Convention convention = Convention::looptree;
 };
 
 struct MovementOptions {
@@ -96,6 +121,7 @@ struct MovementOptions {
   // after an earlier window of the same node drained it (a reduction loop above the
   // node), is filled from the parent too. Never at the tensor's home.
   bool partial_sums = false;
+  Convention convention = Convention::looptree;  // timeloop: closed form only, the whole run
 };
 
 // The running maximum over time of the sum of the sizes of the windows that contain

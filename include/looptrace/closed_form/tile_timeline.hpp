@@ -40,9 +40,10 @@ struct LevelTiles {
   std::vector<std::string> einsums;  // those with a leaf below the level's nodes
   std::optional<double> capacity_bits;
   std::optional<std::string> capacity_unevaluated;  // needs AccelForge's context
-  // Why the closed form could not count the level (its tiles are not boxes, ...); it is
-  // then `enumerated` (one pass over its accesses, as `movement` does) while the trace
-  // has at most 2^27 accesses, else not drawn (no tracks).
+  // Why the closed form could not count some (node, tensor) track of the level
+  // ("TENSOR: its tiles are not boxes", ...); such a track is then `enumerated` (one
+  // pass over that tensor's accesses, as `movement` does) while the trace has at most
+  // 2^27 accesses, else the level is not drawn (no tracks).
   std::string not_closed;
   bool enumerated = false;
   bool has_bytes() const;  // every track has a size per element

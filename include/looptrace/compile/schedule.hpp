@@ -98,6 +98,9 @@ struct StorageWindows {
   // The instances of the arch's level that hold its tile together: the product of the
   // !Spatial loops above it (the tile is their union; the arch's size is per instance).
   std::int64_t instances = 1;
+  // How many loops (temporal and spatial) are above it: the first ones of every leaf's
+  // `loops` below it.
+  std::size_t loops_above = 0;
 
   TimeOdometer starts() const { return {time_base, time_levels}; }
   bool holds(const std::string& tensor) const;
