@@ -5,7 +5,8 @@
 # five workloads with one operation per timestep (bench/make_one_op_mapping.py, a
 # MainMemory !Storage of every tensor), and bench/specs/huge_gemm at M=K=N=10240.
 # Decode is one new token against 2047 cached ones, prefill 2048 new tokens (and, for
-# GPT-3, the README's prefill of 256), batch 1.
+# GPT-3, the README's prefill of 256), batch 1. The tiled layers run again with
+# --partial-sums (ONLY=partial-sums for those alone).
 #
 #   bash bench/movement_models.sh [LOOPTRACE]      # default build/src/looptrace
 #   TIMEOUT=5 bash bench/movement_models.sh /tmp/looptrace-stable
@@ -64,11 +65,11 @@ prefill256=(-D BATCH_SIZE=1 -D DECODE=False -D N_NEW_TOKENS=256)
 
 echo "# looptrace movement, whole layers: $looptrace ($version)"
 echo "# timeout ${timeout_s} s, memory limit $([ "$mem_limit_mb" = 0 ] && echo none || echo "${mem_limit_mb} MB") per run, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-44s %-12s %9s %12s\n' "# run" status "wall s" "peak RSS KB"
+printf '%-52s %-12s %9s %12s\n' "# run" status "wall s" "peak RSS KB"
 
 # line LABEL STATUS WALL RSS [NOTE]
 line() {
-  printf '%-44s %-12s %9s %12s%s\n' "$1" "$2" "$3" "$4" "${5:+  $5}"
+  printf '%-52s %-12s %9s %12s%s\n' "$1" "$2" "$3" "$4" "${5:+  $5}"
 }
 
 # measure LABEL ARGS...: `looptrace ARGS...` under the timeout and memory limit, one line.
@@ -139,6 +140,19 @@ for model in "llama3_8b $llama" "deepseek_v3 $deepseek" "mixtral_8x22b $mixtral"
   mapping=examples/${name}_tpu_v4i.mapping.yaml
   movement_run "$name decode, tpu_v4i"  "$workload" "$arch" "$mapping" "${decode[@]}"
   movement_run "$name prefill, tpu_v4i" "$workload" "$arch" "$mapping" "${prefill[@]}"
+done
+
+# The tiled mappings again with --partial-sums (issue 27): the read-backs of outputs a
+# reduction loop drains and writes again, fused intermediates included.
+movement_run "gpt3_175b decode, gpt3_layer, --partial-sums"       "$gpt3" examples/gpt3_layer.mapping.yaml \
+  "${decode[@]}" --partial-sums
+movement_run "gpt3_175b prefill 2048, gpt3_layer, --partial-sums" "$gpt3" examples/gpt3_layer.mapping.yaml \
+  "${prefill[@]}" --partial-sums
+for model in "llama3_8b $llama" "deepseek_v3 $deepseek" "mixtral_8x22b $mixtral"; do
+  read -r name workload <<< "$model"
+  mapping=examples/${name}_tpu_v4i.mapping.yaml
+  movement_run "$name decode, tpu_v4i, --partial-sums"  "$workload" "$arch" "$mapping" "${decode[@]}" --partial-sums
+  movement_run "$name prefill, tpu_v4i, --partial-sums" "$workload" "$arch" "$mapping" "${prefill[@]}" --partial-sums
 done
 
 # One operation per timestep, every tensor in MainMemory.

@@ -174,19 +174,23 @@ TEST_CASE("transfers: the boxes and the enumeration give the same requests") {
            {"conv2d.workload.yaml", "conv2d.mapping.yaml"},
            {"matmuls.yaml", "fused_matmuls_to_simple.mapping.yaml"},
            {"matmuls.yaml", "matmul_imperfect.mapping.yaml"},
-           {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"}}) {
+           {"matmuls.yaml", "unfused_matmuls_to_simple.mapping.yaml"},
+           {"matvecs.yaml", "fused_matvecs_to_simple_tiled.mapping.yaml"},  // a writer and a reader interleaved
+           {"matvecs.yaml", "matvecs_pipeline.mapping.yaml"}}) {              // ... and running at once
     CAPTURE(files[1]);
     const Schedule s = th::compile_corpus(files, {{"N_EINSUMS", std::int64_t(3)}, {"M", std::int64_t(6)},
                                                   {"KN", std::int64_t(4)}});
     for (const std::string& lv : s.memory_levels) {
       if (children_of(s, lv, {}).empty()) continue;
       CAPTURE(lv);
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 6; ++variant) {
         TraceOptions o;
-        if (variant == 1) o.max_timesteps = s.n_timesteps / 2 + 1;  // windows cut at the prefix
-        if (variant == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+        if (variant % 3 == 1) o.max_timesteps = s.n_timesteps / 2 + 1;  // windows cut at the prefix
+        if (variant % 3 == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
         CAPTURE(variant);
-        TransferOptions boxes = level(lv, 4), enumerated = boxes;
+        TransferOptions boxes = level(lv, 4);
+        boxes.partial_sums = variant >= 3;
+        TransferOptions enumerated = boxes;
         enumerated.enumerate = true;
         auto stage = transfer_pipeline(s, o, boxes);
         CHECK(stage.closed_form());
@@ -267,4 +271,56 @@ TEST_CASE("transfers: issue rates as N, N/K and decimals") {
   for (const char* bad : {"0", "", "x", "1/0", "-1", "1/", "0.1234567", "1.-5", "2097152", "1/2097152", "0.0",
                           "1844674407370955162.0", "9223372036854775807.5"})
     CHECK_MESSAGE(th::contains(th::spec_error([&] { parse_issue_rate(bad); }).message(), "--issue-rate takes"), bad);
+}
+
+TEST_CASE("transfers: partial sums read back at the window's start, in closed form and enumerated") {
+  // I[m] = A[m, k] reduced over k (2 iterations above GlobalBuffer), fused with its
+  // consumer Z[m] = I[m] * B[k]: each GlobalBuffer window writes I[0..4) before reading it.
+  // Window 0 drains I at t = 8; window 1 starts there and, with partial sums, reads
+  // the 4 elements back (after the writes of that timestep), then drains them at 16.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 4, k: 0 <= k < 2}
+  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Compute {einsum: I}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Compute {einsum: Z}
+)");
+  const auto tensor_i = std::uint32_t(s.find_tensor("I"));
+  for (const bool partial_sums : {false, true}) {
+    CAPTURE(partial_sums);
+    TransferOptions t = level("DRAM", 1);
+    t.partial_sums = partial_sums;
+    CHECK(transfer_pipeline(s, {}, t).closed_form());
+    const auto got = requests(s, {}, t);
+    std::vector<std::int64_t> reads, writes;
+    for (const auto& x : got) (x.write ? writes : reads).push_back(x.timestep);
+    CHECK(writes == std::vector<std::int64_t>{8, 8, 8, 8, 16, 16, 16, 16});
+    CHECK(reads == (partial_sums ? std::vector<std::int64_t>{8, 8, 8, 8} : std::vector<std::int64_t>{}));
+    for (const auto& x : got) CHECK(x.tensor == tensor_i);
+    if (partial_sums) CHECK(got[4].address == got[0].address);  // the lines just written, in order
+    TransferOptions e = t;
+    e.enumerate = true;
+    CHECK(got == requests(s, {}, e));
+    for (int variant = 0; variant < 3; ++variant) {  // a prefix, a window and shards of it
+      CAPTURE(variant);
+      TraceOptions o;
+      if (variant == 0) o.max_timesteps = 12;
+      if (variant == 1) o.from = 8, o.to = 9;
+      if (variant == 2) o.from = 9;
+      CHECK(requests(s, o, t) == requests(s, o, e));
+    }
+  }
 }

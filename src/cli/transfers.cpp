@@ -53,6 +53,10 @@ void add_transfers_command(CLI::App& app) {
                   "closed-form (write each child tile's lines as boxes) or enumerate (follow every access: the check)")
       ->capture_default_str()
       ->check(CLI::IsMember({"closed-form", "enumerate"}));
+  cmd->add_flag("--partial-sums", t->options.partial_sums,
+                "Also read back what a child window writes first after an earlier window of the child drained it "
+                "(partial sums of a reduction above the child), at the window's start, as `movement --partial-sums` "
+                "counts it");
   cmd->add_option("--layout", t->layout,
                   "A layout file: each tensor's order, blocks, padding and base in each level (README 'Layouts')");
   cmd->add_option("--convention", t->convention,

@@ -62,6 +62,10 @@ struct Slot {
   // follow the node's): the phases repeat per iteration of them. When some are and
   // the parts both read and write, fills are counted iteration by iteration.
   std::size_t shared = 0;
+  // A reader and a writer of the tensor run at the same time (branches of a !Pipeline
+  // or !Parallel): the phases do not order them, so fills follow the timesteps
+  // (FirstReads).
+  bool concurrent = false;
   bool interleaved() const { return shared > 0 && phase_end.size() > 1; }
 };
 
@@ -202,9 +206,10 @@ Wide union_size(const std::vector<const Box*>& boxes) {
   return union_from(kept, 0);
 }
 
-// The parts of one slot, in phases; throws NotClosed when readers and writers of the
-// tensor run at once (which element comes first then depends on the timestep).
-Slot slot_of(std::vector<Part> parts, const std::string& tensor) {
+// The parts of one slot, in phases. Readers and writers of the tensor that run at once
+// share a phase and make the slot `concurrent` (which element comes first then depends
+// on the timestep).
+Slot slot_of(std::vector<Part> parts) {
   std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.from < b.from; });
   Slot s;
   s.parts = std::move(parts);
@@ -212,8 +217,7 @@ Slot slot_of(std::vector<Part> parts, const std::string& tensor) {
   for (std::size_t i = 0; i < s.parts.size(); ++i) {
     const Part& p = s.parts[i];
     if (!s.phase_end.empty() && p.from < phase_to) {  // runs with the phase
-      if (p.write != s.phase_writes.back())
-        throw NotClosed{"leaves that read and write tensor '" + tensor + "' run at the same time"};
+      if (p.write != s.phase_writes.back()) s.concurrent = true;
       phase_to = std::max(phase_to, p.to);
     } else if (!s.phase_end.empty() && p.write == s.phase_writes.back()) {
       phase_to = std::max(phase_to, p.to);  // the same direction as the phase before: one phase
@@ -346,7 +350,7 @@ NodeParts parts_below(const Schedule& sched, std::uint32_t storage, const std::v
       p.from = leaf.odometer().first_time() - node_first;
       p.to = p.from + length;
     }
-    out.slots.push_back(slot_of(std::move(parts[k]), sched.tensors[tensors[k]].name));
+    out.slots.push_back(slot_of(std::move(parts[k])));
     out.slots.back().shared = shared;
   }
   return out;
@@ -447,6 +451,145 @@ void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& 
   }
 }
 
+// The boxes the reading (`writes` false) or writing parts of `slot` touch over their
+// iterations at timesteps `range`.
+void boxes_in(const Schedule& sched, const NodeParts& node, const Slot& slot, const TimeRange& range, bool writes,
+              std::vector<Box>& out) {
+  out.clear();
+  if (range.empty()) return;
+  LeafPoints w;
+  for (const Part& part : slot.parts) {
+    if (part.write != writes) continue;
+    for (const DigitBox& d : iterations_in(*node.leaves[part.leaf], range)) {
+      leaf_points(*node.leaves[part.leaf], d, -1, w);
+      if (!w.empty) box_of(sched, node, part, w, out.emplace_back());
+    }
+  }
+}
+
+// pieces -= e: each piece less the box e, as at most two boxes per rank (`cut`: scratch).
+void subtract_box(std::vector<Box>& pieces, const Box& e, std::vector<Box>& cut) {
+  cut.clear();
+  for (Box rest : pieces) {
+    bool overlap = true;
+    for (std::size_t r = 0; r < rest.size() && overlap; ++r)
+      overlap = overlaps(rest[r], e[r]);
+    if (!overlap) {
+      cut.push_back(rest);
+      continue;
+    }
+    for (std::size_t r = 0; r < rest.size(); ++r) {
+      if (rest[r].from < e[r].from) {
+        cut.push_back(rest), cut.back()[r].to = e[r].from;
+        rest[r].from = e[r].from;
+      }
+      if (rest[r].to > e[r].to) {
+        cut.push_back(rest), cut.back()[r].from = e[r].to;
+        rest[r].to = e[r].to;
+      }
+    }  // what is left of rest lies inside e: gone
+  }
+  if (cut.size() > (std::size_t(1) << 16))
+    throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
+                             "--method enumerate gives the trace");
+  pieces.swap(cut);
+}
+
+// The elements in both boxes, in `out`; false when none.
+bool intersect_into(const Box& a, const Box& b, Box& out) {
+  out.resize(a.size());
+  for (std::size_t r = 0; r < a.size(); ++r)
+    if ((out[r] = intersect(a[r], b[r])).empty()) return false;
+  return true;
+}
+
+// The pairwise intersections of two unions of boxes: their intersection.
+std::vector<Box> intersection_of(const std::vector<Box>& a, const std::vector<Box>& b) {
+  std::vector<Box> out;
+  Box x;
+  for (const Box& p : a)
+    for (const Box& q : b)
+      if (intersect_into(p, q, x)) out.push_back(x);
+  return out;
+}
+
+// The number of elements in the union of some unions of boxes.
+Wide size_of(std::initializer_list<const std::vector<Box>*> sets) {
+  std::vector<const Box*> u;
+  for (const std::vector<Box>* set : sets)
+    for (const Box& b : *set)
+      if (std::none_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) u.push_back(&b);
+  return u.empty() ? 0 : union_size(u);
+}
+
+// The elements of a slot (of `within`, when given) whose first access in a stretch of
+// time is a read, however its readers and writers interleave: by bisection of time.
+// With R(t), W(t) what the readers and the writers touch from the stretch's start to
+// t, the elements first read in [a, b) number at most those of R(b) outside R(a) and
+// W(a) (written, if at all, from a on), and at least those outside R(a) and W(b)
+// (written from b on, after their first read). Where the two agree that is the count;
+// else [a, b) is halved. At one timestep the first is exact: reads come before writes.
+// Each step is a few unions of boxes, so a stretch costs as many steps as it has
+// timesteps where reads and writes of the same elements meet (times log of its length).
+// With `sets`, the elements too, as boxes (per stretch counted, R(b) less R(a) and W(a)).
+class FirstReads {
+ public:
+  FirstReads(const Schedule& sched, const NodeParts& node, const Slot& slot, const std::vector<Box>* within,
+             std::int64_t& budget, const std::string& tensor, std::vector<Box>* sets = nullptr)
+      : sched_(sched), node_(node), slot_(slot), within_(within), budget_(budget), tensor_(tensor), sets_(sets) {}
+
+  Wide count(const TimeRange& span) {
+    from_ = span.from;
+    return between(span.from, span.to);
+  }
+
+ private:
+  void reads(std::int64_t t, bool in, std::vector<Box>& out) const {
+    boxes_in(sched_, node_, slot_, {from_, t}, false, out);
+    if (in && within_) out = intersection_of(out, *within_);
+  }
+  Wide between(std::int64_t a, std::int64_t b) {
+    if (a >= b) return 0;
+    if (--budget_ < 0)
+      throw NotClosed{"ordering the reads and writes of tensor '" + tensor_ +
+                      "' (leaves running at once or interleaved) takes more than 2^16 halvings of time"};
+    std::vector<Box> ra, wa, rb, wb;
+    reads(a, false, ra);
+    reads(b, true, rb);
+    boxes_in(sched_, node_, slot_, {from_, a}, true, wa);
+    const Wide up = size_of({&rb, &ra, &wa}) - size_of({&ra, &wa});
+    if (up == 0) return up;
+    if (b - a == 1) return take(up, rb, ra, wa);
+    boxes_in(sched_, node_, slot_, {from_, b}, true, wb);
+    const Wide lo = size_of({&rb, &ra, &wb}) - size_of({&ra, &wb});
+    if (lo == up) return take(up, rb, ra, wa);
+    const std::int64_t mid = a + (b - a) / 2;
+    return between(a, mid) + between(mid, b);
+  }
+
+  const Schedule& sched_;
+  const NodeParts& node_;
+  const Slot& slot_;
+  const std::vector<Box>* within_;
+  std::int64_t& budget_;
+  const std::string& tensor_;
+  std::vector<Box>* sets_;
+  std::int64_t from_ = 0;
+  std::vector<Box> pieces_, cut_;
+
+  // A stretch counted: its elements, rb less ra and wa, to `sets`.
+  Wide take(Wide n, const std::vector<Box>& rb, const std::vector<Box>& ra, const std::vector<Box>& wa) {
+    if (!sets_) return n;
+    for (const Box& b : rb) {
+      pieces_.assign(1, b);
+      for (const std::vector<Box>* minus : {&ra, &wa})
+        for (const Box& e : *minus) subtract_box(pieces_, e, cut_);
+      sets_->insert(sets_->end(), pieces_.begin(), pieces_.end());
+    }
+    return n;
+  }
+};
+
 // One node's windows in closed form: the windows seen by the traced window in time
 // order, a run of alike whole windows at a time.
 class NodeCounter {
@@ -460,12 +603,8 @@ class NodeCounter {
         parts_(parts_below(sched, storage, tensors, einsums)), tally_(tensors.size()) {
     out_.slots.assign(tensors.size(), {});
     out_.peak = out_.peak_bytes = {0, -1};
-    for (std::size_t k = 0; k < parts_.slots.size(); ++k)
-      if (read_back(k))
-        for (const Part& p : parts_.slots[k].parts)
-          if (!p.write)
-            throw NotClosed{"partial sums of tensor '" + sched.tensors[tensors[k]].name +
-                            "', which is also read below the node"};
+    read_back_fix_.assign(tensors.size(), 0);
+    read_back_fixes_.assign(tensors.size(), 0);
   }
 
   NodeTotals run() {
@@ -497,12 +636,40 @@ class NodeCounter {
     std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
     for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], clip);
     for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
-      if (parts_.slots[k].interleaved())
-        throw NotClosed{"a window cut by the selection interleaves a writer and a reader of tensor '" +
-                        sched_.tensors[tensors_[k]].name + "'"};
-      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, boxes_);
-      tally_[k] = tally_of(parts_.slots[k], boxes_);
+      const Slot& slot = parts_.slots[k];
+      cut_window_boxes(sched_, parts_, slot, pieces, boxes_);
+      tally_[k] = tally_of(slot, boxes_);
+      if (slot.interleaved() || slot.concurrent)  // the phases do not say what comes first
+        tally_[k].fills = narrowed(FirstReads(sched_, parts_, slot, nullptr, first_read_budget_, name(k)).count(clip));
+      bool one_by_one = false;  // a cut window is one anyway
+      read_back_fix_[k] = read_back_fix(k, clip, one_by_one);
     }
+  }
+
+  const std::string& name(std::size_t k) const { return sched_.tensors[tensors_[k]].name; }
+
+  // Partial sums: of the elements the window (whose slot boxes are in boxes_) writes and
+  // an earlier window drained, those it reads first (filled, not read back), when it
+  // both reads first and writes some (else none, and `one_by_one` stays). Costs a walk
+  // of the window's time; then windows alike differ in what earlier ones drained, so
+  // `one_by_one` is set.
+  Wide read_back_fix(std::size_t k, const TimeRange& span, bool& one_by_one) {
+    const Slot& slot = parts_.slots[k];
+    if (!read_back(k) || std::all_of(slot.parts.begin(), slot.parts.end(), [](const Part& p) { return p.write; }))
+      return 0;
+    std::vector<Box> written;
+    for (std::size_t p = 0; p < slot.parts.size(); ++p)
+      if (slot.parts[p].write) written.insert(written.end(), boxes_[p].begin(), boxes_[p].end());
+    if (written.empty() || FirstReads(sched_, parts_, slot, &written, first_read_budget_, name(k)).count(span) == 0)
+      return 0;
+    one_by_one = true;
+    if (++read_back_windows_ > kMaxReadBackWindows)
+      throw NotClosed{"partial sums of tensor '" + name(k) + "': more than " + std::to_string(kMaxReadBackWindows) +
+                      " windows read first some elements they also write"};
+    std::vector<Box> before;
+    boxes_in(sched_, parts_, slot, {window_.from, span.from}, true, before);
+    const std::vector<Box> drained = intersection_of(written, before);
+    return drained.empty() ? 0 : FirstReads(sched_, parts_, slot, &drained, first_read_budget_, name(k)).count(span);
   }
 
   // The whole window at `starts` and how many after it along the innermost outer loop
@@ -536,8 +703,15 @@ class NodeCounter {
       }
       if (!alike) run = 1;
       tally_[k] = tally_of(slot, boxes_);
-      if (slot.interleaved())
+      if (slot.concurrent)
+        tally_[k].fills = narrowed(
+            FirstReads(sched_, parts_, slot, nullptr, first_read_budget_, name(k)).count({end - node_.duration, end}));
+      else if (slot.interleaved())
         tally_[k].fills = narrowed(interleaved_fills(sched_, parts_, slot, outer, starts, budget_));
+      // Windows alike move alike but for what earlier ones drained: one at a time then.
+      bool one_by_one = false;
+      read_back_fix_[k] = read_back_fix(k, {end - node_.duration, end}, one_by_one);
+      if (one_by_one) run = 1;
     }
     return std::max<std::int64_t>(run, 1);
   }
@@ -550,6 +724,7 @@ class NodeCounter {
       t.windows = checked_add(t.windows, run);
       t.fills = checked_add(t.fills, Wide(tally_[k].fills) * run);
       t.drains = checked_add(t.drains, Wide(tally_[k].drains) * run);
+      read_back_fixes_[k] += Wide(read_back_fix_[k]) * run;
       t.max_tile = std::max(t.max_tile, tally_[k].tile);
       sum += tally_[k].tile;
       sum_bytes += Wide(tally_[k].tile) * bytes_[k];
@@ -574,19 +749,19 @@ class NodeCounter {
   }
 
   // Read back with --partial-sums: what a window writes first that an earlier window
-  // drained. For a tensor only written below the node that is every window's writes
-  // but each element's first: the drains less the union over the traced time.
+  // drained. An element written in windows w1 < ... < wn is read back in each of w2 ..
+  // wn that does not read it first: summed over the elements, every window's writes
+  // (the drains) less the union of the writers' boxes over the traced time (each
+  // element's first window) less, per window, what it reads first of the elements it
+  // writes that an earlier window drained (read_back_fix, none where no window reads
+  // first what it writes: a producer writes before its consumer reads).
   void add_partial_sums() {
+    std::vector<Box> written;
     for (std::size_t k = 0; k < parts_.slots.size(); ++k) {
       if (!read_back(k)) continue;
-      std::vector<std::vector<DigitBox>> pieces(parts_.leaves.size());
-      for (std::size_t i = 0; i < parts_.leaves.size(); ++i) pieces[i] = iterations_in(*parts_.leaves[i], window_);
-      std::vector<std::vector<Box>> all;
-      cut_window_boxes(sched_, parts_, parts_.slots[k], pieces, all);
-      std::vector<const Box*> u;
-      for (const auto& b : all)
-        for (const Box& x : b) u.push_back(&x);
-      out_.slots[k].fills = checked_add(out_.slots[k].fills, Wide(out_.slots[k].drains) - (u.empty() ? 0 : union_size(u)));
+      boxes_in(sched_, parts_, parts_.slots[k], window_, true, written);
+      out_.slots[k].fills = checked_add(out_.slots[k].fills,
+                                        Wide(out_.slots[k].drains) - size_of({&written}) - read_back_fixes_[k]);
     }
   }
 
@@ -605,6 +780,10 @@ class NodeCounter {
   std::vector<std::vector<Box>> boxes_;
   std::vector<WindowTally> tally_;
   std::int64_t budget_ = std::int64_t(1) << 20;  // iterations of interleaved fills
+  std::int64_t first_read_budget_ = std::int64_t(1) << 16;  // steps of FirstReads
+  std::vector<Wide> read_back_fix_, read_back_fixes_;  // per slot: this window's, the sum (times runs)
+  static constexpr std::int64_t kMaxReadBackWindows = std::int64_t(1) << 14;
+  std::int64_t read_back_windows_ = 0;  // windows whose read_back_fix was walked
   // Runs go along the innermost outer loop with more than one iteration (a loop of one
   // inside it would cut every run to one window); -1: none.
   const int inner_ = [this] {
@@ -701,8 +880,16 @@ struct SlotWindows::Impl {
       for (std::size_t i = 0; i < parts.leaves.size(); ++i) iterations[i] = iterations_in(*parts.leaves[i], window);
       cut_window_boxes(*sched, parts, slot, iterations, boxes);
     }
-    // Fills: what each reading phase touches less what any earlier phase touched.
     fills.clear(), drains.clear(), earlier.clear();
+    if (slot.concurrent || slot.interleaved()) {  // the phases do not order the accesses
+      for (std::size_t q = 0; q < slot.parts.size(); ++q)
+        if (slot.parts[q].write) drains.insert(drains.end(), boxes[q].begin(), boxes[q].end());
+      std::int64_t unbounded = std::numeric_limits<std::int64_t>::max();  // a window's cost, as enumerating
+      FirstReads(*sched, parts, slot, nullptr, unbounded, sched->tensors[tensor].name, &fills).count(window);
+      if (read_back) add_read_backs(slot);
+      return;
+    }
+    // Fills: what each reading phase touches less what any earlier phase touched.
     std::size_t p = 0;
     for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
       const std::size_t first = p;
@@ -718,49 +905,46 @@ struct SlotWindows::Impl {
         }
       for (std::size_t q = first; q < p; ++q) earlier.insert(earlier.end(), boxes[q].begin(), boxes[q].end());
     }
+    if (read_back) add_read_backs(slot);
   }
-  std::vector<Box> earlier, pieces, cut;
-  // pieces -= e: each piece less the box e, as at most two boxes per rank.
-  void subtract(const Box& e) {
-    cut.clear();
-    for (Box rest : pieces) {
-      bool overlap = true;
-      for (std::size_t r = 0; r < rest.size() && overlap; ++r)
-        overlap = overlaps(rest[r], e[r]);
-      if (!overlap) {
-        cut.push_back(rest);
-        continue;
-      }
-      for (std::size_t r = 0; r < rest.size(); ++r) {
-        if (rest[r].from < e[r].from) {
-          cut.push_back(rest), cut.back()[r].to = e[r].from;
-          rest[r].from = e[r].from;
-        }
-        if (rest[r].to > e[r].to) {
-          cut.push_back(rest), cut.back()[r].from = e[r].to;
-          rest[r].to = e[r].to;
-        }
-      }  // what is left of rest lies inside e: gone
+  // Partial sums: the elements the window writes first (its drains less its fills)
+  // that the node's earlier windows drained (the writers' boxes from the start of
+  // the trace) are read back too, with the fills.
+  void add_read_backs(const Slot& slot) {
+    if (drains.empty()) return;
+    boxes_in(*sched, parts, slot, {clip.from, window.from}, true, before);
+    if (before.empty()) return;
+    const std::size_t filled = fills.size();
+    Box x;
+    for (const Box& d : drains) {
+      pieces.assign(1, d);
+      for (std::size_t f = 0; f < filled; ++f) subtract(fills[f]);
+      for (const Box& p : pieces)
+        for (const Box& b : before)
+          if (intersect_into(p, b, x)) fills.push_back(x);
     }
-    if (cut.size() > (std::size_t(1) << 16))
-      throw std::runtime_error("transfers: the fills of one window split into more than 65536 boxes; "
-                               "--method enumerate gives the trace");
-    pieces.swap(cut);
   }
+  bool read_back = false;
+  TimeRange clip;
+  std::uint32_t tensor = 0;
+  std::vector<Box> before;
+  std::vector<Box> earlier, pieces, cut;
+  void subtract(const Box& e) { subtract_box(pieces, e, cut); }
 };
 
 SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint32_t tensor,
-                         const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from)
+                         const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from,
+                         bool partial_sums)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sched = &sched;
   m.node = &sched.storages[storage];
   m.parts = parts_below(sched, storage, {tensor}, einsums);
+  m.read_back = partial_sums && sched.parent(storage, sched.tensors[tensor].name) >= 0;
+  m.clip = clip;
+  m.tensor = tensor;
   // Phases one after the other: a reader's fills are its boxes less the earlier
-  // phases'. Interleaved under shared loops, they would be per iteration: not here.
-  if (m.parts.slots.front().interleaved())
-    throw NotClosed{"a writer and a reader of tensor '" + sched.tensors[tensor].name +
-                    "' interleave under loops inside the node"};
+  // phases'. Interleaved under shared loops or running at once, FirstReads gives them.
   // Transfers stream: a window found not to be a box half-way would be too late to
   // enumerate instead, so what could fail in some window is refused here.
   for (const Part& part : m.parts.slots.front().parts) {

@@ -30,8 +30,8 @@
 namespace looptrace::movement_boxes {
 
 // A node whose tiles are not unions of boxes in time order (a strided image, a spatial
-// split of a variable that a later outer loop tiles again, readers and writers of one
-// tensor running at once): the caller enumerates it.
+// split of a variable that a later outer loop tiles again, too many steps to order the
+// reads and writes of one tensor): the caller enumerates it.
 struct NotClosed {
   std::string reason;
 };
@@ -106,12 +106,16 @@ std::int64_t union_elements(const std::vector<Box>& boxes);
 // The windows of one (Storage node, tensor) in time order, each with the elements it
 // fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
 // the set), for transfer traces. Windows are clipped to `clip`; `from` skips the
-// windows that end before it. Throws NotClosed where a set is not a union of boxes
-// (a tile that is not a box, a writer and a reader interleaved under shared loops).
+// windows that end before it. With `partial_sums` (and a parent for the tensor), the
+// fills also hold what a window writes first that an earlier window (from clip.from)
+// drained: the read-backs. Throws NotClosed where a set is not a union of boxes (a tile
+// that is not a box, a writer and a reader interleaved under shared loops or running
+// at the same time).
 class SlotWindows {
  public:
   SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
-              const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from);
+              const std::vector<std::string>& einsums, const TimeRange& clip, std::int64_t from,
+              bool partial_sums = false);
   SlotWindows(SlotWindows&&) noexcept;
   SlotWindows& operator=(SlotWindows&&) noexcept;
   ~SlotWindows();

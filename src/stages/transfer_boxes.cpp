@@ -241,7 +241,8 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
           continue;
         const int p = s.parent(n, name);
         if (p < 0 || s.storages[std::size_t(p)].level != options.level) continue;
-        m.cursors.push_back({mb::SlotWindows(s, n, std::uint32_t(x), o.einsums, clip, report.from),
+        m.cursors.push_back({mb::SlotWindows(s, n, std::uint32_t(x), o.einsums, clip, report.from,
+                                                 options.partial_sums),
                              n, std::uint32_t(x)});
       }
   } catch (const mb::NotClosed& e) {

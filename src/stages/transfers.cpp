@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 
 #include "looptrace/compile/window_walk.hpp"
 #include "looptrace/support/error.hpp"
@@ -80,12 +81,13 @@ TransferQueue::TransferQueue(const Schedule& s, const TrafficPlan& plan, Transfe
     if (parent >= 0 && s.storages[std::size_t(parent)].level == options_.level)
       child_slots_.push_back({slot.storage, slot.tensor});
   }
+  drained_before_.resize(child_slots_.size());
 }
 
-bool TransferQueue::is_child(const TileTraffic& t) const {
-  for (const auto& [s, x] : child_slots_)
-    if (s == t.storage && x == t.tensor) return true;
-  return false;
+int TransferQueue::child_of(const TileTraffic& t) const {
+  for (std::size_t i = 0; i < child_slots_.size(); ++i)
+    if (child_slots_[i].first == t.storage && child_slots_[i].second == t.tensor) return int(i);
+  return -1;
 }
 
 void TransferQueue::queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write,
@@ -119,14 +121,29 @@ void TransferQueue::take(std::span<const TileTraffic> events) {
   }
   std::int64_t now = events.front().kind == TileTraffic::Kind::open ? events.front().start : events.front().end;
   for (const TileTraffic& t : events) {
-    if (!is_child(t)) continue;
+    const int child = child_of(t);
+    if (child < 0) continue;
     if (t.kind == TileTraffic::Kind::open) {
       open_starts_.push_back(t.start);
       continue;
     }
     open_starts_.erase(std::find(open_starts_.begin(), open_starts_.end(), t.start));
     queue_lines(t.drained, t.end, true, t);
-    queue_lines(t.filled, t.start, false, t);
+    if (!options_.partial_sums) {
+      queue_lines(t.filled, t.start, false, t);
+      continue;
+    }
+    // Read back: written first (drained, not filled), drained by an earlier window.
+    std::unordered_set<std::int64_t>& before = drained_before_[std::size_t(child)];
+    read_back_.clear();
+    std::set_difference(t.drained.begin(), t.drained.end(), t.filled.begin(), t.filled.end(),
+                        std::back_inserter(read_back_));
+    std::erase_if(read_back_, [&](std::int64_t e) { return !before.contains(e); });
+    before.insert(t.drained.begin(), t.drained.end());
+    const std::size_t n = read_back_.size();
+    read_back_.insert(read_back_.end(), t.filled.begin(), t.filled.end());
+    std::inplace_merge(read_back_.begin(), read_back_.begin() + std::ptrdiff_t(n), read_back_.end());
+    queue_lines(read_back_, t.start, false, t);
   }
   // Nothing earlier than the oldest open child window's start can still come.
   for (std::int64_t s : open_starts_) now = std::min(now, s);

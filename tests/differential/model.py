@@ -771,8 +771,20 @@ class Model:
                 best, at = cur, t
         return best, at
 
-    def movement(self, frm=0, to=None, tensors=None, einsums=None, with_bytes=True):
-        """Like `looptrace movement` JSON over the traced window [frm, to)."""
+    def read_backs(self, k, x, per):
+        """--partial-sums (README "Data movement"): per window of node k for tensor x, the
+        elements it writes first (written, first access not a read) that an earlier window
+        of the node drained; none at the tensor's home. `per` as window_tiles gives it."""
+        out, drained_before = [], set()
+        for _s, _e, _tile, filled, drained in per:
+            home = self.parent(k, x) < 0
+            out.append(set() if home else {c for c in drained if c not in filled and c in drained_before})
+            drained_before |= drained
+        return out
+
+    def movement(self, frm=0, to=None, tensors=None, einsums=None, with_bytes=True, partial_sums=False):
+        """Like `looptrace movement` JSON over the traced window [frm, to) (with
+        `--partial-sums` when partial_sums)."""
         n = self.n_timesteps
         to = n if to is None else min(to, n)
         frm = min(frm, to)
@@ -783,10 +795,11 @@ class Model:
             m = lvl["tensors"].setdefault(x, {"tensor": x, "home": False, "windows": 0, "max_tile": 0,
                                               "fills": 0, "drains": 0})
             m["home"] = m["home"] or self.parent(k, x) < 0
-            for s, e, tile, filled, drained in per:
+            back = self.read_backs(k, x, per) if partial_sums else [set()] * len(per)
+            for (s, e, tile, filled, drained), more in zip(per, back):
                 m["windows"] += 1
                 m["max_tile"] = max(m["max_tile"], len(tile))
-                m["fills"] += len(filled)
+                m["fills"] += len(filled) + len(more)
                 m["drains"] += len(drained)
                 lvl["spans"].append((s, e, x, len(tile)))
         out = []
@@ -849,7 +862,7 @@ class Model:
         return out
 
     def transfers(self, level, line_bytes=64, align=4096, max_timesteps=None, frm=None, to=None,
-                  shard=None, tensors=None, einsums=None, with_bytes=True, layout=None):
+                  shard=None, tensors=None, einsums=None, with_bytes=True, layout=None, partial_sums=False):
         """Like `looptrace transfers --format jsonl`, as dicts. The trace is the prefix
         [0, N) (child windows cut at N only); --from/--to/--shard keep its requests whose
         t lies in the selected part, plus those at N when a non-empty part ends there (an
@@ -880,10 +893,11 @@ class Model:
             if p < 0 or nodes[p]["component"] != level:
                 continue
             child = nodes[k]["component"]
-            for s, e, _tile, filled, drained in per:
+            back = self.read_backs(k, x, per) if partial_sums else [set()] * len(per)
+            for (s, e, _tile, filled, drained), more in zip(per, back):
                 for ln in lines(x, drained):
                     reqs.append((e, 0, ln * line_bytes, child, x))
-                for ln in lines(x, filled):
+                for ln in lines(x, filled | more):
                     reqs.append((s, 1, ln * line_bytes, child, x))
         reqs.sort()
         return [{"t": t, "op": "read" if op else "write", "address": addr, "level": level, "child": child,

@@ -9,10 +9,12 @@ usage: movement.py --looptrace build/src/looptrace [--count 40] [--seed 11] [--o
 Per case: `movement` JSON (the closed form, and `--method enumerate`, which must agree
 with it) with no filter, --max-timesteps prefixes, --tensors (a level
 whose tensors are all filtered out is absent), --einsums, --from/--to windows (windows
-cut at the edges count as windows of their own) and --shard; then, for each level with
-children, `transfers --format jsonl` with --line-bytes 1 and a larger line, a prefix, a
-window and a tensor filter, and --shard I/N outputs that must concatenate to the whole
-output byte for byte. Requests are compared in order by (t, op, address); requests
+cut at the edges count as windows of their own) and --shard, and --partial-sums (the
+read-backs, README "Data movement") on the whole run and two of those; then, for each
+level with children, `transfers --format jsonl` with --line-bytes 1 and a larger line,
+a prefix, a window and a tensor filter, --partial-sums (the read-backs with the fills)
+on the whole trace and a window, and --shard I/N outputs that must concatenate to the
+whole output byte for byte. Requests are compared in order by (t, op, address); requests
 that tie on all three are compared as a multiset (their order is not specified).
 
 Byte figures: the generated specs vary bits_per_value (a number, a dict by All / name /
@@ -104,7 +106,7 @@ def case_files(g, spec, d, rng):
 
 
 def args_of(files, kw):
-    return closed_form.args_of(files, kw)
+    return closed_form.args_of(files, kw) + (["--partial-sums"] if kw.get("partial_sums") else [])
 
 
 def strip_bytes(report):
@@ -171,7 +173,8 @@ def movement_variants(m, rng):
 
 def check_movement(lt, files, m, kw, label, with_bytes):
     frm, to = closed_form.window_of(m.n_timesteps, kw)
-    want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes)
+    want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes,
+                      partial_sums=bool(kw.get("partial_sums")))
     got = json.loads(lt_run(lt, ["movement", *args_of(files, kw)]))
     # The enumerating engine (the closed form's check) must give the same report.
     enumerated = json.loads(lt_run(lt, ["movement", "--method", "enumerate", *args_of(files, kw)]))
@@ -192,7 +195,7 @@ def check_movement(lt, files, m, kw, label, with_bytes):
 
 def transfer_kw(kw):
     """The model's keyword arguments for a CLI variant."""
-    out = {k: kw[k] for k in ("max_timesteps", "tensors", "einsums", "shard") if kw.get(k) is not None}
+    out = {k: kw[k] for k in ("max_timesteps", "tensors", "einsums", "shard", "partial_sums") if kw.get(k) is not None}
     if kw.get("from") is not None:
         out["frm"] = kw["from"]
     if kw.get("to") is not None:
@@ -278,14 +281,12 @@ def run_case(lt, case_seed, keep, with_bytes):
     files = case_files(g, spec, d, rng)
     lines = []
     try:
-        for label, kw in movement_variants(m, rng):
+        variants = movement_variants(m, rng)
+        for label, kw in variants:
             lines += check_movement(lt, files, m, kw, label, with_bytes)
-        # --partial-sums (outside SEMANTICS, so no model): both methods agree
-        ps = [json.loads(lt_run(lt, ["movement", "--partial-sums", *how, *args_of(files, {})]))
-              for how in ([], ["--method", "enumerate"])]
-        if [{k: v for k, v in r.items() if k not in ("method", "enumerated")} for r in ps][0] != \
-                [{k: v for k, v in r.items() if k not in ("method", "enumerated")} for r in ps][1]:
-            lines.append("[movement --partial-sums] the closed form and --method enumerate differ")
+        # --partial-sums (README "Data movement"): the whole run and two of the variants
+        for label, kw in [("full", {})] + rng.sample(variants[1:], 2):
+            lines += check_movement(lt, files, m, dict(kw, partial_sums=True), "partial-sums " + label, with_bytes)
         n = m.n_timesteps
         tensors = m.summary()["tensors"]
         for level in parent_levels(m):
@@ -311,6 +312,13 @@ def run_case(lt, case_seed, keep, with_bytes):
                 lines += errs
             # shards of the last variant (a window, prefix or filter)
             lines += check_shards(lt, files, level, kw, rng.randint(2, 4), whole)
+            # --partial-sums: read-backs with the fills, the whole trace, a window and shards
+            kw = {"line_bytes": rng.choice([1, 4]), "partial_sums": True}
+            errs, whole = check_transfers(lt, files, m, level, kw, "partial-sums", with_bytes)
+            lines += errs + check_shards(lt, files, level, kw, rng.randint(2, 4), whole)
+            a, b = sorted(rng.randint(0, n) for _ in range(2))
+            lines += check_transfers(lt, files, m, level, dict(kw, **{"from": a, "to": b}), "partial-sums-window",
+                                     with_bytes)[0]
         # a level without children has no requests
         lonely = [l for l in m.levels if l not in parent_levels(m)]
         if lonely:

@@ -43,6 +43,10 @@ struct TransferOptions {
   TimeRange report{0, kEndOfTime};  // requests outside are dropped (the windows run whole)
   bool report_end = true;           // also keep requests at report.to: the trace ends there
   bool enumerate = false;           // transfer_pipeline: follow the accesses (the check), not boxes
+  // Read back partial sums (`movement --partial-sums`): what a child window writes first
+  // that an earlier window of the child drained (from the trace's start) is read from
+  // the level at the window's start too, with its fills.
+  bool partial_sums = false;
   const LayoutSpec* layout = nullptr;  // the layouts of `level` (null: row-major); the caller keeps it alive
 };
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -59,12 +60,14 @@ class TransferQueue {
   const AddressMap& addresses() const { return addresses_; }
 
  private:
-  bool is_child(const TileTraffic& t) const;
+  int child_of(const TileTraffic& t) const;  // its index in child_slots_, or -1
   void queue_lines(std::span<const std::int64_t> elements, std::int64_t t, bool write, const TileTraffic& w);
 
   TransferOptions options_;
   AddressMap addresses_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> child_slots_;  // (node, tensor)
+  std::vector<std::unordered_set<std::int64_t>> drained_before_;      // per child slot, with partial_sums
+  std::vector<std::int64_t> read_back_;                                // one window's fills and read-backs
   std::vector<std::int64_t> open_starts_;  // of the child windows open now
   std::vector<TransferRequest> pending_;   // a heap, earliest on top
   std::vector<std::uint64_t> scratch_;     // one fill's or drain's addresses, sorted
@@ -195,6 +198,7 @@ struct TransfersAdaptor : StageAdaptor {
     o.report_end = c.window.to >= end;  // the trace ends there: its last drains are in
     TimeRange run = transfer_trace_window(s, nodes, c.window);
     run.to = earlier(run.to, end);
+    if (o.partial_sums && !run.empty()) run.from = 0;  // what earlier windows drained, from the trace's start
     auto traffic = WidenedAccesses<Up>(std::move(up), run) | tile_windows(std::move(nodes), tensors) |
                    window_traffic(true);
     return over_traffic(std::move(traffic), std::move(o));
