@@ -94,7 +94,8 @@ measure() {
     note=$("$PYTHON" -c 'import json, sys
 try: e = json.load(open(sys.argv[1])).get("enumerated", [])
 except ValueError: e = []
-print("; ".join("enumerated %s (%s)" % (x["level"], x["reason"]) for x in e))' "$out" 2>/dev/null)
+print("; ".join("enumerated %s%s (%s)" % (x["level"], " " + x["tensor"] if "tensor" in x else "", x["reason"])
+                for x in e))' "$out" 2>/dev/null)
   elif [ "$rc" = 0 ]; then
     status=FAIL; note="exit 0 but no output"
   elif [ "$rc" = 124 ] || { [ "$rc" = 137 ] && awk -v w="$wall" -v t="$timeout_s" 'BEGIN { exit !(w + 0 >= t) }'; }; then
@@ -154,6 +155,21 @@ for model in "llama3_8b $llama" "deepseek_v3 $deepseek" "mixtral_8x22b $mixtral"
   movement_run "$name decode, tpu_v4i, --partial-sums"  "$workload" "$arch" "$mapping" "${decode[@]}" --partial-sums
   movement_run "$name prefill, tpu_v4i, --partial-sums" "$workload" "$arch" "$mapping" "${prefill[@]}" --partial-sums
 done
+
+# AccelForge's own example mappings (the cases of its examples that name a mapping),
+# with and without --partial-sums.
+while IFS=$'\t' read -r id files defines; do
+  read -r -a case_files <<< "$files"
+  read -r -a case_defines <<< "$defines"
+  movement_run "accelforge $id" "${case_files[@]}" "${case_defines[@]}"
+  movement_run "accelforge $id, --partial-sums" "${case_files[@]}" "${case_defines[@]}" --partial-sums
+done < <("$PYTHON" -c 'import json, os, sys
+root = sys.argv[1]
+for c in json.load(open(os.path.join(root, "cases.json"))):
+    if any("mapping" in f for f in c["files"]):
+        files = " ".join(os.path.join(root, f) for f in c["files"])
+        defines = " ".join("-D %s=%s" % kv for kv in c.get("defines", {}).items())
+        print(c["id"], files, defines, sep="\t")' "$examples")
 
 # One operation per timestep, every tensor in MainMemory.
 for model in "gpt3_175b $gpt3" "llama3_8b $llama" "deepseek_v3 $deepseek" "mixtral_8x22b $mixtral"; do
