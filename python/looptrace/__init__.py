@@ -343,12 +343,14 @@ def transfers(
     cycles_per_timestep: int = 1,
     issue_rate=None,
     layout=None,
+    partial_sums: bool = False,
 ) -> TransferTrace:
     """The requests between ``level`` and its children, as ``looptrace transfers``; each
     with its issue ``cycle`` (``timestep * cycles_per_timestep``, or queued at
     ``issue_rate`` requests a cycle: ``4``, ``"1/8"``, ``0.25``, as ``--issue-rate``).
     ``layout``: a layout file's path, or its content as a dict (``{"layout": {...}}``), as
-    ``--layout``."""
+    ``--layout``. ``partial_sums``: also the reads of partial sums that a child window
+    writes first after an earlier window drained them, as ``--partial-sums``."""
     handle = _handle(spec_or_mapping, workload)
     layout_text, layout_file = _layout_source(layout)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
@@ -357,7 +359,7 @@ def transfers(
         raise ValueError("issue_rate must not be empty")
     t, a, w, c, x, storages, names, cycle = _looptrace.transfers(
         handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align),
-        int(cycles_per_timestep), rate, layout_text, layout_file
+        int(cycles_per_timestep), rate, layout_text, layout_file, bool(partial_sums)
     )
     return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names, cycle, issue_rate is not None)
 

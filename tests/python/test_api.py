@@ -279,6 +279,26 @@ def test_transfers_equal_cli(conv, fused):
         looptrace.transfers(conv, "MainMemory", issue_rate="0")
 
 
+def test_transfers_partial_sums_equal_cli(tmp_path):
+    # The 4 x 4 x 4 matmul with k outermost: GlobalBuffer's 4 windows each write all of Z
+    # (16 bytes, one 64-byte line); with partial sums windows 1-3 read it back first.
+    spec_file = tmp_path / "matmul_k_outer.yaml"
+    spec_file.write_text(
+        "workload:\n  iteration_space_shape: {m: 0 <= m < 4, k: 0 <= k < 4, n: 0 <= n < 4}\n"
+        "  einsums: ['Z[m, n] = A[m, k] * B[k, n]']\n"
+        "mapping:\n  nodes:\n  - !Storage {component: DRAM, tensors: [A, B, Z]}\n"
+        "  - !Temporal {rank_variable: k, tile_shape: 1}\n"
+        "  - !Storage {component: GlobalBuffer, tensors: [A, B, Z]}\n"
+        "  - !Temporal {rank_variable: m, tile_shape: 1}\n  - !Temporal {rank_variable: n, tile_shape: 1}\n"
+        "  - !Compute {einsum: Z}\n")
+    spec = looptrace.Spec.from_yaml(str(spec_file))
+    for extra, kw in [([], {}), (["--partial-sums"], dict(partial_sums=True))]:
+        expected = [json.loads(l) for l in cli("transfers", spec_file, "--level", "DRAM", *extra).splitlines()]
+        assert list(looptrace.transfers(spec, "DRAM", **kw).records()) == expected
+        z_reads = [r["t"] for r in expected if r["tensor"] == "Z" and r["op"] == "read"]
+        assert z_reads == ([16, 32, 48] if extra else [])
+
+
 def test_layout_equal_cli(tmp_path):
     # README "Layouts": the conv1d with a channel rank, I in 2 x 4 blocks, 2 banks of 4 bytes.
     spec_file, layout_file = SPECS / "conv1d_channels.yaml", SPECS / "conv1d_channels.layout.yaml"
