@@ -37,6 +37,10 @@ struct ReuseDistances::Impl {
   Recent recent[kRecentPages];
   std::vector<std::uint64_t> bits;  // times 0..cap-1 (time 0 never set)
   std::vector<std::uint32_t> tree;  // Fenwick over blocks 1..blocks: lines last used in each
+  // The current block (now's): its changes wait here, as no count asks for the blocks
+  // before a later one, until `now` leaves it (one update of the tree per 512 times).
+  std::uint64_t current = 0;
+  std::int64_t pending = 0;
   std::uint64_t now = 0, live = 0;  // the last time given; the lines seen
   std::uint64_t accesses = 0, cold = 0;
   std::vector<std::uint64_t> histogram;
@@ -54,6 +58,13 @@ struct ReuseDistances::Impl {
     return r.data[line & ((1u << kPageBits) - 1)];
   }
   void add(std::uint64_t block, std::int32_t v) {
+    if (block == current) {
+      pending += v;
+      return;
+    }
+    update(block, v);
+  }
+  void update(std::uint64_t block, std::int64_t v) {
     for (std::uint64_t b = block + 1; b < tree.size(); b += b & (~b + 1)) tree[b] += std::uint32_t(v);
   }
   // Set bits in the blocks before `block`.
@@ -95,6 +106,7 @@ struct ReuseDistances::Impl {
     for (std::size_t b = 1; b <= blocks; ++b)  // a linear build: each node passes its sum to its parent
       if (const std::size_t p = b + (b & (~b + 1)); p <= blocks) tree[p] += tree[b];
     now = live;
+    current = now >> kBlockBits, pending = 0;
   }
   void access(const LineAccess& a) {
     ++accesses, ++tensor_accesses[a.tensor];
@@ -111,6 +123,10 @@ struct ReuseDistances::Impl {
       ++tensor_buckets[a.tensor * kBuckets + std::size_t(std::bit_width(d))];
     }
     ++now;
+    if (now >> kBlockBits != current) {
+      if (pending != 0) update(current, pending);
+      current = now >> kBlockBits, pending = 0;
+    }
     bits[now >> 6] |= std::uint64_t(1) << (now & 63);
     add(now >> kBlockBits, 1);
     last = std::uint32_t(now);
