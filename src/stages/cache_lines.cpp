@@ -56,17 +56,21 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
   const std::uint64_t bytes = map_.bytes[tensor];
   bool ascending = true;
   std::uint64_t next = 0;  // while ascending: the line after the last one given
-  group_lines_.clear();
+  const std::size_t given = out.size();  // while ascending, the group's lines are out's from here
   // The lines of bytes [a, b] not given yet in this group.
   const auto take = [&](std::int64_t timestep, std::uint64_t a, std::uint64_t b) {
     const std::uint64_t first = a >> shift_, last = b >> shift_;
     if (ascending && last + 1 == next) return;  // within the last line given (the common case)
+    if (ascending && first + 1 >= next) {  // still ascending: the lines from `next` on, in a row
+      for (std::uint64_t l = std::max(first, next); l <= last; ++l) out.push_back({timestep, l, trace, tensor, write});
+      next = last + 1;
+      return;
+    }
     for (std::uint64_t l = first; l <= last; ++l) {
       if (ascending) {
         if (l + 1 == next) continue;  // the last line again
         if (l >= next) {
           next = l + 1;
-          group_lines_.push_back(l);
           out.push_back({timestep, l, trace, tensor, write});
           continue;
         }
@@ -74,7 +78,7 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
         ascending = false;
         if (++gen_ == 0) std::fill(set_gen_.begin(), set_gen_.end(), 0), gen_ = 1;
         set_size_ = 0;
-        for (std::uint64_t g : group_lines_) seen_in_group(g);
+        for (std::size_t i = given; i < out.size(); ++i) seen_in_group(out[i].line);
       }
       if (!seen_in_group(l)) out.push_back({timestep, l, trace, tensor, write});
     }

@@ -86,7 +86,6 @@ class TimestepLines {
   std::vector<std::uint32_t> set_gen_;
   std::uint32_t gen_ = 0;
   std::size_t set_size_ = 0;
-  std::vector<std::uint64_t> group_lines_;
   std::vector<AccessRecord> writes_;  // of the current timestep (outputs: small beside the reads)
 };
 
