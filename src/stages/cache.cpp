@@ -372,10 +372,12 @@ class LruShadow {
     if (used_ == n_) __builtin_prefetch(&slots_[home(ring_[(tail_ + ahead) & ring_mask_])]);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
-  bool access(std::uint64_t line, bool allocate) {
+  // `absent`: the caller knows it is not (a line never seen): no search.
+  bool access(std::uint64_t line, bool allocate, bool absent = false) {
     std::size_t i = home(line);
-    while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
-    if (slots_[i].line == line) {
+    if (!absent)
+      while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
+    if (!absent && slots_[i].line == line) {
       ring_[slots_[i].time & ring_mask_] = kNoLine;
       ring_[now_ & ring_mask_] = line;
       slots_[i].time = now_++;
@@ -389,11 +391,11 @@ class LruShadow {
       ring_[tail_ & ring_mask_] = kNoLine;
       ++tail_;
       erase(victim);
-      i = home(line);  // the erase may have moved the hole
-      while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
     } else {
       ++used_;
     }
+    i = home(line);  // the first free slot (the erase may have moved the hole)
+    while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
     slots_[i] = {line, now_};
     ring_[now_ & ring_mask_] = line;
     ++now_;
@@ -591,7 +593,7 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     bool cold = false, capacity = false;
     if (classify) {
       cold = !seen.test_and_set(a.line);
-      capacity = !shadow.access(a.line, allocate) && !cold;
+      capacity = !shadow.access(a.line, allocate, cold) && !cold;
     }
     const std::int64_t id = engine.lookup(a.line);
     if (id >= 0) {
