@@ -28,7 +28,7 @@ struct ReuseDistances::Impl {
   // Times in blocks of kBlockWords words of 64: a bit per time, set where some line was
   // last used, and a Fenwick tree over the blocks' counts. A distance is the bits set
   // after the line's last use: counted word by word when that is near, else the tree.
-  static constexpr std::size_t kBlockWords = 8, kBlockBits = 6 + 3;
+  static constexpr std::size_t kBlockWords = 2, kBlockBits = 6 + 1;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> pages;
   struct Recent {
     std::uint64_t page = kNoLine;
@@ -38,7 +38,7 @@ struct ReuseDistances::Impl {
   std::vector<std::uint64_t> bits;  // times 0..cap-1 (time 0 never set)
   std::vector<std::uint32_t> tree;  // Fenwick over blocks 1..blocks: lines last used in each
   // The current block (now's): its changes wait here, as no count asks for the blocks
-  // before a later one, until `now` leaves it (one update of the tree per 512 times).
+  // before a later one, until `now` leaves it (one update of the tree per 128 times).
   std::uint64_t current = 0;
   std::int64_t pending = 0;
   std::uint64_t now = 0, live = 0;  // the last time given; the lines seen
@@ -83,7 +83,7 @@ struct ReuseDistances::Impl {
   // Set bits at times > t (t < now).
   std::uint64_t after(std::uint64_t t) const {
     const std::uint64_t w = t >> 6, last = now >> 6;
-    if (last - w < 2 * kBlockWords) {  // near: word by word
+    if (last - w < 4) {  // near: word by word
       std::uint64_t s = ones(bits[w] & ~(~std::uint64_t(0) >> (63 - (t & 63))));
       for (std::uint64_t i = w + 1; i <= last; ++i) s += ones(bits[i]);
       return s;
