@@ -360,16 +360,17 @@ class LruShadow {
     slots_.assign(cap, Slot{kNoLine, 0});
     mask_ = cap - 1;
     shift_ = unsigned(64 - std::countr_zero(cap));
-    ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kNoLine);
+    ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
     ring_mask_ = ring_.size() - 1;
     now_ = tail_ = used_ = 0;
   }
-  // A later access's slot, and the slot of the line a miss would evict then (the
-  // live time `ahead` places after the tail, if none died since): the index is larger
-  // than the CPU's first caches and a probe of a hash is a miss of them.
+  // A later access's slot, and the slot of the line a miss would evict then (the live
+  // time `ahead` places after the tail, if none died since): the index is larger than
+  // the CPU's first caches and a probe of a hash is a miss of them.
   void prefetch(std::uint64_t line, std::size_t ahead) const {
     __builtin_prefetch(&slots_[home(line)]);
-    if (used_ == n_) __builtin_prefetch(&slots_[home(ring_[(tail_ + ahead) & ring_mask_])]);
+    if (used_ == n_)
+      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s != kDead) __builtin_prefetch(&slots_[s]);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
   // `absent`: the caller knows it is not (a line never seen): no search.
@@ -378,46 +379,48 @@ class LruShadow {
     if (!absent)
       while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
     if (!absent && slots_[i].line == line) {
-      ring_[slots_[i].time & ring_mask_] = kNoLine;
-      ring_[now_ & ring_mask_] = line;
+      ring_[slots_[i].time & ring_mask_] = kDead;
+      ring_[now_ & ring_mask_] = i;
       slots_[i].time = now_++;
       if (now_ - tail_ > ring_mask_) compact();
       return true;
     }
     if (!allocate) return false;
     if (used_ == n_) {
-      while (ring_[tail_ & ring_mask_] == kNoLine) ++tail_;
-      const std::uint64_t victim = ring_[tail_ & ring_mask_];
-      ring_[tail_ & ring_mask_] = kNoLine;
+      while (ring_[tail_ & ring_mask_] == kDead) ++tail_;
+      const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
+      ring_[tail_ & ring_mask_] = kDead;
       ++tail_;
-      erase(victim);
+      erase(std::size_t(victim));
     } else {
       ++used_;
     }
     i = home(line);  // the first free slot (the erase may have moved the hole)
     while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
     slots_[i] = {line, now_};
-    ring_[now_ & ring_mask_] = line;
+    ring_[now_ & ring_mask_] = i;
     ++now_;
     if (now_ - tail_ > ring_mask_) compact();
     return false;
   }
 
  private:
+  static constexpr std::uint64_t kDead = ~std::uint64_t(0);  // a ring cell whose time is no line's last use
   struct Slot {
     std::uint64_t line;
     std::uint64_t time;
   };
   std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
-  void erase(std::uint64_t line) {
-    std::size_t i = home(line);
-    while (slots_[i].line != line) i = (i + 1) & mask_;
+  // Empties slot i, pulling back every later entry of the run whose home is not between
+  // the hole and it (and its ring cell with it).
+  void erase(std::size_t i) {
     slots_[i].line = kNoLine;
     for (std::size_t j = (i + 1) & mask_; slots_[j].line != kNoLine; j = (j + 1) & mask_) {
       const std::size_t h = home(slots_[j].line);
       const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
       if (stays) continue;
       slots_[i] = slots_[j], slots_[j].line = kNoLine;
+      ring_[slots_[i].time & ring_mask_] = i;
       i = j;
     }
   }
@@ -425,13 +428,11 @@ class LruShadow {
   void compact() {
     std::uint64_t k = tail_;
     for (std::uint64_t t = tail_; t < now_; ++t) {
-      const std::uint64_t line = ring_[t & ring_mask_];
-      if (line == kNoLine) continue;
-      ring_[t & ring_mask_] = kNoLine;
-      ring_[k & ring_mask_] = line;
-      std::size_t i = home(line);
-      while (slots_[i].line != line) i = (i + 1) & mask_;
-      slots_[i].time = k++;
+      const std::uint64_t slot = ring_[t & ring_mask_];
+      if (slot == kDead) continue;
+      ring_[t & ring_mask_] = kDead;
+      ring_[k & ring_mask_] = slot;
+      slots_[slot].time = k++;
     }
     now_ = k;
   }
@@ -440,7 +441,7 @@ class LruShadow {
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   unsigned shift_ = 60;
-  std::vector<std::uint64_t> ring_;
+  std::vector<std::uint64_t> ring_;  // per time (mod its size): the slot of the line last used then
   std::size_t ring_mask_ = 0;
   std::uint64_t now_ = 0, tail_ = 0;
 };
