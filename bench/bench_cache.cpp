@@ -64,11 +64,14 @@ double timed(std::size_t batches, Fn fn) {
   return total;
 }
 
-void bench_model(std::size_t batches, CacheConfig c, const char* label) {
+// `outcomes`: each access's CacheAccess written (the stage's output); else the counts
+// alone (what `looptrace cache` reports).
+void bench_model(std::size_t batches, CacheConfig c, const char* label, bool outcomes = false) {
   CacheModel m(c, 3, 1);
   std::vector<CacheAccess> out;
   out.reserve(4096);
   const double s = timed(batches, [&](std::span<const LineAccess> b) {
+    if (!outcomes) return m.count(b);
     out.clear();
     m.run(b, out);
   });
@@ -85,6 +88,9 @@ int main(int argc, char** argv) {
   CacheConfig c;  // 1 MiB, 16 ways, 64-byte lines, LRU, write-back
   c.three_cs = false;
   bench_model(batches, c, "1 MiB 16-way LRU (hits, misses, write-backs)");
+  bench_model(batches, c, "the same, each access's outcome written", true);
+  c.policy = CachePolicy::fifo;
+  bench_model(batches, c, "1 MiB 16-way FIFO");
   c.policy = CachePolicy::plru;
   bench_model(batches, c, "1 MiB 16-way PLRU");
   c.policy = CachePolicy::lru;

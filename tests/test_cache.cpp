@@ -267,3 +267,21 @@ TEST_CASE("cache: a set of 16 or 32 ways is a fully associative cache of its lin
       CHECK(got == want);
     }
 }
+
+TEST_CASE("cache lines: the trace as runs gives the lines the elements give") {
+  // trace_runs_pipeline hands on a record per run of elements; cache_lines(B, map,
+  // true) must make of it exactly the line accesses of the element trace.
+  const Schedule s = th::compile_text(th::kConv1d);
+  for (std::uint64_t line : {1u, 2u, 64u}) {
+    const AddressMap map = default_address_map(s, StreamContext{&s, {}, {}}, 64);
+    auto elements = trace_pipeline(s, {}) | cache_lines(line, map);
+    auto runs = trace_runs_pipeline(s, {}) | cache_lines(line, map, true);
+    std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint32_t, bool>> a, b;
+    for (auto batch = elements.next_batch(); !batch.empty(); batch = elements.next_batch())
+      for (const LineAccess& x : batch) a.emplace_back(x.timestep, x.line, x.trace, x.write);
+    for (auto batch = runs.next_batch(); !batch.empty(); batch = runs.next_batch())
+      for (const LineAccess& x : batch) b.emplace_back(x.timestep, x.line, x.trace, x.write);
+    CHECK(a.size() > 0);
+    CHECK(a == b);
+  }
+}

@@ -158,7 +158,7 @@ class SetAssociative {
       const std::uint16_t* g = sig_.data() + base_;
       for (std::size_t w = 0; w < ways_; w += 8) {
         const __m128i have = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + w));
-        for (unsigned m = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi16(have, want))); m != 0; m &= m - 4) {
+        for (unsigned m = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi16(have, want))); m != 0; m &= m - 1, m &= m - 1) {
           const std::size_t way = w + unsigned(__builtin_ctz(m)) / 2;
           if (t[way] == line) return std::int64_t(base_ + way);
         }
@@ -234,6 +234,216 @@ class SetAssociative {
   std::vector<std::uint16_t> sig_;  // per way: signature(tag)
   std::vector<std::uint8_t> dirty_, tree_;
   std::vector<std::uint32_t> owner_;
+};
+
+// A set-associative LRU or FIFO cache of at most 16 ways, data-oriented: per set one
+// 64-byte block of its ways' 16-bit signatures, ages and dirty bytes (the ways padded
+// to 16 lanes), beside the tags and owners, which a hit reads one word of and a miss
+// writes. An age is a way's rank in recency (LRU: last use; FIFO: fill), 0 the newest;
+// an empty way's age is kEmpty, so the lowest empty way is the lowest lane of that age,
+// and the victim of a full set the lane of age ways - 1. A hit or fill at a way of age
+// a ages every way younger than a by one and makes it 0: one compare, one subtract and
+// one mask over the 16 lanes, in registers. Which way holds a line is not observable
+// under LRU or FIFO, so this is the stamp engine's cache, access for access.
+template <CachePolicy P>
+class SmallSets {
+ public:
+  static constexpr std::int8_t kEmpty = 127;
+  static bool fits(std::uint64_t ways) {
+#if defined(__SSE2__)
+    return ways <= 16;
+#else
+    (void)ways;
+    return false;
+#endif
+  }
+  void init(std::uint64_t sets, std::uint64_t ways) {
+    sets_ = sets, ways_ = ways;
+    pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
+    meta_.assign(sets, Meta{});
+    for (Meta& m : meta_) {
+      std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
+      std::fill(std::begin(m.age), std::end(m.age), kEmpty);
+      std::fill(std::begin(m.dirty), std::end(m.dirty), std::uint8_t(0));
+    }
+    tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0);
+    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
+    lane_bits_ = ways >= 16 ? 0xFFFFu : (1u << ways) - 1;
+  }
+#if defined(__SSE2__)
+  std::int64_t lookup(std::uint64_t line) {
+    set_ = std::size_t(pow2_ ? line & mask_ : line % sets_);
+    const Meta& m = meta_[set_];
+    const __m128i want = _mm_set1_epi16(short(signature(line)));
+    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
+    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
+    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
+    const std::uint64_t* t = tag_.data() + set_ * ways_;
+    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
+      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
+      if (t[way] == line) return std::int64_t(set_ * ways_ + way);
+    }
+    return -1;
+  }
+  // After lookup(), in the same set.
+  void hit(std::int64_t id) {
+    if constexpr (P == CachePolicy::lru) make_newest(std::size_t(id) - set_ * ways_);
+  }
+  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor) {
+    Meta& m = meta_[set_];
+    const __m128i age = _mm_load_si128(reinterpret_cast<const __m128i*>(m.age));
+    const unsigned empty = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(age, _mm_set1_epi8(kEmpty)))) & lane_bits_;
+    const std::size_t way = empty != 0 ? unsigned(__builtin_ctz(empty))
+                                       : unsigned(__builtin_ctz(unsigned(_mm_movemask_epi8(
+                                             _mm_cmpeq_epi8(age, _mm_set1_epi8(char(ways_ - 1)))))));
+    const std::size_t id = set_ * ways_ + way;
+    Victim v;
+    if (empty == 0) v = {true, m.dirty[way] != 0, tag_[id], owner_[id]};
+    tag_[id] = line, owner_[id] = tensor;
+    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    make_newest(way);
+    return v;
+  }
+#else
+  std::int64_t lookup(std::uint64_t) { return -1; }
+  void hit(std::int64_t) {}
+  Victim fill(std::uint64_t, bool, std::uint32_t) { return {}; }
+#endif
+  std::uint8_t& dirty(std::int64_t id) { return meta_[std::size_t(id) / ways_].dirty[std::size_t(id) % ways_]; }
+  template <class Fn>
+  void each_dirty(Fn fn) const {
+    for (std::size_t i = 0; i < tag_.size(); ++i)
+      if (tag_[i] != kNoLine && meta_[i / ways_].dirty[i % ways_]) fn(owner_[i]);
+  }
+
+ private:
+  struct alignas(64) Meta {
+    std::uint16_t sig[16];
+    std::int8_t age[16];
+    std::uint8_t dirty[16];
+  };
+#if defined(__SSE2__)
+  // Ages every way younger than `way` by one, and `way` to 0.
+  void make_newest(std::size_t way) {
+    Meta& m = meta_[set_];
+    __m128i* p = reinterpret_cast<__m128i*>(m.age);
+    const __m128i age = _mm_load_si128(p);
+    const __m128i younger = _mm_cmplt_epi8(age, _mm_set1_epi8(m.age[way]));
+    const __m128i lane = _mm_cmpeq_epi8(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                        _mm_set1_epi8(char(way)));
+    _mm_store_si128(p, _mm_andnot_si128(lane, _mm_sub_epi8(age, younger)));
+  }
+#endif
+  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
+
+  std::uint64_t sets_ = 1, ways_ = 1, mask_ = 0;
+  bool pow2_ = true;
+  unsigned way_bits_ = 0, lane_bits_ = 0;
+  std::size_t set_ = 0;  // the set of the last lookup
+  std::vector<Meta> meta_;
+  std::vector<std::uint64_t> tag_;
+  std::vector<std::uint32_t> owner_;
+};
+
+// A fully associative LRU cache of N lines that only says hit or miss (the three Cs'
+// shadow): the resident lines in a hash index to their last-use time, and a ring over
+// time holding at each time the line used then if that is still its last use. The
+// least recent line is the oldest live time (a tail that only moves forward). A hit
+// costs the index probe and two ring writes, where a linked list touched the line, its
+// neighbours and the head; the ring is compacted (live times renumbered) when it
+// fills, O(N) per 3N accesses at least. Memory follows N.
+class LruShadow {
+ public:
+  void init(std::size_t lines) {
+    n_ = lines;
+    const std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * lines));
+    slots_.assign(cap, Slot{kNoLine, 0});
+    mask_ = cap - 1;
+    shift_ = unsigned(64 - std::countr_zero(cap));
+    ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
+    ring_mask_ = ring_.size() - 1;
+    now_ = tail_ = used_ = 0;
+  }
+  // A later access's slot, and the slot of the line a miss would evict then (the live
+  // time `ahead` places after the tail, if none died since): the index is larger than
+  // the CPU's first caches and a probe of a hash is a miss of them.
+  void prefetch(std::uint64_t line, std::size_t ahead) const {
+    __builtin_prefetch(&slots_[home(line)]);
+    if (used_ == n_)
+      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s != kDead) __builtin_prefetch(&slots_[s]);
+  }
+  // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
+  // `absent`: the caller knows it is not (a line never seen): no search.
+  bool access(std::uint64_t line, bool allocate, bool absent = false) {
+    std::size_t i = home(line);
+    if (!absent)
+      while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
+    if (!absent && slots_[i].line == line) {
+      ring_[slots_[i].time & ring_mask_] = kDead;
+      ring_[now_ & ring_mask_] = i;
+      slots_[i].time = now_++;
+      if (now_ - tail_ > ring_mask_) compact();
+      return true;
+    }
+    if (!allocate) return false;
+    if (used_ == n_) {
+      while (ring_[tail_ & ring_mask_] == kDead) ++tail_;
+      const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
+      ring_[tail_ & ring_mask_] = kDead;
+      ++tail_;
+      erase(std::size_t(victim));
+    } else {
+      ++used_;
+    }
+    i = home(line);  // the first free slot (the erase may have moved the hole)
+    while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
+    slots_[i] = {line, now_};
+    ring_[now_ & ring_mask_] = i;
+    ++now_;
+    if (now_ - tail_ > ring_mask_) compact();
+    return false;
+  }
+
+ private:
+  static constexpr std::uint64_t kDead = ~std::uint64_t(0);  // a ring cell whose time is no line's last use
+  struct Slot {
+    std::uint64_t line;
+    std::uint64_t time;
+  };
+  std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
+  // Empties slot i, pulling back every later entry of the run whose home is not between
+  // the hole and it (and its ring cell with it).
+  void erase(std::size_t i) {
+    slots_[i].line = kNoLine;
+    for (std::size_t j = (i + 1) & mask_; slots_[j].line != kNoLine; j = (j + 1) & mask_) {
+      const std::size_t h = home(slots_[j].line);
+      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+      if (stays) continue;
+      slots_[i] = slots_[j], slots_[j].line = kNoLine;
+      ring_[slots_[i].time & ring_mask_] = i;
+      i = j;
+    }
+  }
+  // The live times from the tail on, renumbered without gaps (their order kept).
+  void compact() {
+    std::uint64_t k = tail_;
+    for (std::uint64_t t = tail_; t < now_; ++t) {
+      const std::uint64_t slot = ring_[t & ring_mask_];
+      if (slot == kDead) continue;
+      ring_[t & ring_mask_] = kDead;
+      ring_[k & ring_mask_] = slot;
+      slots_[slot].time = k++;
+    }
+    now_ = k;
+  }
+
+  std::size_t n_ = 0, used_ = 0;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  unsigned shift_ = 60;
+  std::vector<std::uint64_t> ring_;  // per time (mod its size): the slot of the line last used then
+  std::size_t ring_mask_ = 0;
+  std::uint64_t now_ = 0, tail_ = 0;
 };
 
 // Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
@@ -328,38 +538,63 @@ struct CacheModel::Impl {
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
   std::size_t n_traces = 0;
   SeenLines seen;
-  Ordered shadow;  // fully associative LRU of the same lines, for the three Cs
+  LruShadow shadow;  // fully associative LRU of the same lines, for the three Cs
   Ordered ordered;  // the cache itself when fully associative LRU or FIFO
-  SetAssociative<CachePolicy::lru> lru;
+  SmallSets<CachePolicy::lru> small_lru;  // set-associative LRU or FIFO of at most 16 ways
+  SmallSets<CachePolicy::fifo> small_fifo;
+  SetAssociative<CachePolicy::lru> lru;  // more ways
   SetAssociative<CachePolicy::fifo> fifo;
   SetAssociative<CachePolicy::plru> plru;
+  enum class Kind { ordered, small_lru, small_fifo, lru, fifo, plru } kind = Kind::lru;
   bool finished = false;
 
-  template <class Engine>
-  void run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>& out);
+  template <bool Emit>
+  void dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  template <bool Emit, class Engine>
+  void run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
 };
 
-template <class Engine>
-void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>& out) {
+template <bool Emit>
+void CacheModel::Impl::dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
+  switch (kind) {
+    case Kind::ordered: return run<Emit>(ordered, in, out);
+    case Kind::small_lru: return run<Emit>(small_lru, in, out);
+    case Kind::small_fifo: return run<Emit>(small_fifo, in, out);
+    case Kind::lru: return run<Emit>(lru, in, out);
+    case Kind::fifo: return run<Emit>(fifo, in, out);
+    case Kind::plru: return run<Emit>(plru, in, out);
+  }
+}
+
+// Emit: one CacheAccess per line access appended to *out; else the counts alone.
+template <bool Emit, class Engine>
+void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
   const bool wt = !config.write_back, wa = config.write_allocate, classify = config.three_cs;
-  const std::size_t first = out.size();
-  out.resize(first + in.size());
-  CacheAccess* o = out.data() + first;
-  for (const LineAccess& a : in) {
+  CacheAccess* o = nullptr;
+  if constexpr (Emit) {
+    const std::size_t first = out->size();
+    out->resize(first + in.size());
+    o = out->data() + first;
+  }
+  constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
+  const LineAccess* const end = in.data() + in.size();
+  for (const LineAccess* p = in.data(); p != end; ++p) {
+    const LineAccess& a = *p;
+    if (classify && end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
     // Written in place, field by field: a record built aside and copied stalled on
     // store forwarding (three quarters of the time).
-    CacheAccess& r = *o++;
-    r.timestep = a.timestep, r.address = a.line << shift, r.victim = 0;
-    r.trace = a.trace, r.tensor = a.tensor, r.victim_tensor = 0;
+    [[maybe_unused]] CacheAccess* r = o;
+    if constexpr (Emit) {
+      ++o;
+      r->timestep = a.timestep, r->address = a.line << shift, r->victim = 0;
+      r->trace = a.trace, r->tensor = a.tensor, r->victim_tensor = 0;
+    }
     std::uint8_t flags = a.write ? CacheAccess::write : 0;
     const bool allocate = !a.write || wa;
     bool cold = false, capacity = false;
     if (classify) {
       cold = !seen.test_and_set(a.line);
-      const std::int64_t s = shadow.lookup(a.line);
-      if (s >= 0) shadow.hit(s);
-      else if (allocate) shadow.fill(a.line, false, 0);
-      capacity = s < 0 && !cold;
+      capacity = !shadow.access(a.line, allocate, cold) && !cold;
     }
     const std::int64_t id = engine.lookup(a.line);
     if (id >= 0) {
@@ -370,12 +605,13 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
       const Victim v = engine.fill(a.line, a.write && !wt, a.tensor);
       flags |= CacheAccess::fetched;
       if (v.valid) {
-        flags |= CacheAccess::evicted, r.victim = v.line << shift, r.victim_tensor = v.tensor;
+        flags |= CacheAccess::evicted;
+        if constexpr (Emit) r->victim = v.line << shift, r->victim_tensor = v.tensor;
         if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
       }
     }
     if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
-    r.flags = flags;
+    if constexpr (Emit) r->flags = flags;
     const std::size_t key = a.trace != kNoTrace ? a.trace : n_traces + a.tensor;
     key_tensor[key] = a.tensor;
     Tally& c = keys[key];
@@ -392,12 +628,25 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   m.keys.resize(n_traces + n_tensors);
   m.key_tensor.assign(n_traces + n_tensors, 0);
   m.writebacks.assign(n_tensors, 0);
-  if (config.three_cs) m.shadow.init(config.lines(), true);
+  if (config.three_cs) m.shadow.init(config.lines());
   const bool full = config.sets() == 1;
-  if (full && config.policy != CachePolicy::plru) m.ordered.init(config.lines(), config.policy == CachePolicy::lru);
-  else if (config.policy == CachePolicy::lru) m.lru.init(config.sets(), config.associativity());
-  else if (config.policy == CachePolicy::fifo) m.fifo.init(config.sets(), config.associativity());
-  else m.plru.init(config.sets(), config.associativity());
+  using Kind = Impl::Kind;
+  const bool small = SmallSets<CachePolicy::lru>::fits(config.associativity());
+  if (full && config.policy != CachePolicy::plru && !small) {
+    m.kind = Kind::ordered;
+    m.ordered.init(config.lines(), config.policy == CachePolicy::lru);
+  } else if (config.policy == CachePolicy::lru) {
+    m.kind = small ? Kind::small_lru : Kind::lru;
+    if (small) m.small_lru.init(config.sets(), config.associativity());
+    else m.lru.init(config.sets(), config.associativity());
+  } else if (config.policy == CachePolicy::fifo) {
+    m.kind = small ? Kind::small_fifo : Kind::fifo;
+    if (small) m.small_fifo.init(config.sets(), config.associativity());
+    else m.fifo.init(config.sets(), config.associativity());
+  } else {
+    m.kind = Kind::plru;
+    m.plru.init(config.sets(), config.associativity());
+  }
 }
 
 CacheModel::CacheModel(CacheModel&& o) noexcept : impl_(std::exchange(o.impl_, nullptr)) {}
@@ -410,24 +659,25 @@ CacheModel::~CacheModel() { delete impl_; }
 const CacheConfig& CacheModel::config() const { return impl_->config; }
 
 void CacheModel::run(std::span<const LineAccess> in, std::vector<CacheAccess>& out) {
-  Impl& m = *impl_;
-  if (m.config.sets() == 1 && m.config.policy != CachePolicy::plru) return m.run(m.ordered, in, out);
-  switch (m.config.policy) {
-    case CachePolicy::lru: return m.run(m.lru, in, out);
-    case CachePolicy::fifo: return m.run(m.fifo, in, out);
-    case CachePolicy::plru: return m.run(m.plru, in, out);
-  }
+  impl_->dispatch<true>(in, &out);
 }
+
+void CacheModel::count(std::span<const LineAccess> in) { impl_->dispatch<false>(in, nullptr); }
 
 void CacheModel::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
   m.finished = true;
   const auto count = [&](std::uint32_t tensor) { ++m.writebacks[tensor]; };
-  if (m.config.sets() == 1 && m.config.policy != CachePolicy::plru) m.ordered.each_dirty(count);
-  else if (m.config.policy == CachePolicy::lru) m.lru.each_dirty(count);
-  else if (m.config.policy == CachePolicy::fifo) m.fifo.each_dirty(count);
-  else m.plru.each_dirty(count);
+  using Kind = Impl::Kind;
+  switch (m.kind) {
+    case Kind::ordered: return m.ordered.each_dirty(count);
+    case Kind::small_lru: return m.small_lru.each_dirty(count);
+    case Kind::small_fifo: return m.small_fifo.each_dirty(count);
+    case Kind::lru: return m.lru.each_dirty(count);
+    case Kind::fifo: return m.fifo.each_dirty(count);
+    case Kind::plru: return m.plru.each_dirty(count);
+  }
 }
 
 CacheReport CacheModel::report() const {

@@ -12,8 +12,8 @@ AddressMap default_address_map(const Schedule& s, const StreamContext& context, 
   return AddressMap::make(s, traced_tensors(s, context), align, layout, level);
 }
 
-TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t line_bytes)
-    : map_(std::move(map)), shift_(unsigned(std::countr_zero(line_bytes))) {
+TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t line_bytes, bool runs)
+    : map_(std::move(map)), shift_(unsigned(std::countr_zero(line_bytes))), runs_(runs) {
   for (const TraceInfo& t : s.traces) {
     tensor_.push_back(std::uint32_t(t.tensor_index));
     output_.push_back(t.is_output ? 1 : 0);
@@ -56,28 +56,50 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
   const std::uint64_t bytes = map_.bytes[tensor];
   bool ascending = true;
   std::uint64_t next = 0;  // while ascending: the line after the last one given
-  group_lines_.clear();
-  for (const AccessRecord& r : records) {
-    const std::uint64_t a = element_address(map_, tensor, r.element);
-    const std::uint64_t first = a >> shift_, last = (a + bytes - 1) >> shift_;
-    if (ascending && last + 1 == next) continue;  // within the last line given (the common case)
+  const std::size_t given = out.size();  // while ascending, the group's lines are out's from here
+  // The lines of bytes [a, b] not given yet in this group.
+  const auto take = [&](std::int64_t timestep, std::uint64_t a, std::uint64_t b) {
+    const std::uint64_t first = a >> shift_, last = b >> shift_;
+    if (ascending && last + 1 == next) return;  // within the last line given (the common case)
+    if (ascending && first + 1 >= next) {  // still ascending: the lines from `next` on, in a row
+      for (std::uint64_t l = std::max(first, next); l <= last; ++l) out.push_back({timestep, l, trace, tensor, write});
+      next = last + 1;
+      return;
+    }
     for (std::uint64_t l = first; l <= last; ++l) {
       if (ascending) {
         if (l + 1 == next) continue;  // the last line again
         if (l >= next) {
           next = l + 1;
-          group_lines_.push_back(l);
-          out.push_back({r.timestep, l, trace, tensor, write});
+          out.push_back({timestep, l, trace, tensor, write});
           continue;
         }
         // Below the last line: the order breaks; from here on, a set of the lines given.
         ascending = false;
         if (++gen_ == 0) std::fill(set_gen_.begin(), set_gen_.end(), 0), gen_ = 1;
         set_size_ = 0;
-        for (std::uint64_t g : group_lines_) seen_in_group(g);
+        for (std::size_t i = given; i < out.size(); ++i) seen_in_group(out[i].line);
       }
-      if (!seen_in_group(l)) out.push_back({r.timestep, l, trace, tensor, write});
+      if (!seen_in_group(l)) out.push_back({timestep, l, trace, tensor, write});
     }
+  };
+  if (!runs_) {
+    for (const AccessRecord& r : records) {
+      const std::uint64_t a = element_address(map_, tensor, r.element);
+      take(r.timestep, a, a + bytes - 1);
+    }
+  } else if (map_.layouts[tensor].identity()) {
+    // A run of elements in address order is one range of bytes: its lines at once.
+    for (const AccessRecord& r : records) {
+      const std::uint64_t a = element_address(map_, tensor, r.element);
+      take(r.timestep, a, a + std::uint64_t(r.multiplicity) * bytes - 1);
+    }
+  } else {
+    for (const AccessRecord& r : records)
+      for (std::int64_t e = r.element; e < r.element + std::int64_t(r.multiplicity); ++e) {
+        const std::uint64_t a = element_address(map_, tensor, e);
+        take(r.timestep, a, a + bytes - 1);
+      }
   }
 }
 

@@ -47,6 +47,20 @@ namespace {
 template <class Lines>
 void pull(Lines lines, const CacheRunOptions& options, CacheRun& run,
           const std::function<void(std::span<const CacheAccess>)>& each) {
+  if (!each && options.caches.size() == 1) {
+    // Counts alone: the model counts each batch, no outcome is written.
+    CacheModel model(options.caches.front(), lines.schedule().tensors.size(), lines.schedule().traces.size());
+    std::optional<ReuseDistances> curve;
+    if (options.curve) curve.emplace(lines.schedule().tensors.size());
+    for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) {
+      if (curve) curve->run(b);
+      model.count(b);
+    }
+    model.finish();
+    run.caches = {model.report()};
+    if (curve) run.curve.emplace(std::move(*curve));
+    return;
+  }
   const auto drain = [&](auto& caches) {
     for (auto b = caches.next_batch(); !b.empty(); b = caches.next_batch())
       if (each) each(b);
@@ -81,11 +95,12 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   CacheRun run;
   run.source = options.source;
   if (options.source == "trace") {
-    auto trace = trace_pipeline(s, o);
+    // Runs of elements, not elements: the lines of a run come at once.
+    auto trace = trace_runs_pipeline(s, o);
     run.tensors = traced_tensors(s, trace.context());
     // The compute sees no one level: the layout's entries for every level place it.
     AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
-    pull(std::move(trace) | cache_lines(line, std::move(map)), options, run, each);
+    pull(std::move(trace) | cache_lines(line, std::move(map), true), options, run, each);
     return run;
   }
   if (options.source.rfind("transfers:", 0) != 0)

@@ -43,8 +43,8 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
-Project::Project(LeafIterations tiles, std::int64_t max_tile_points, std::size_t batch_records)
-    : tiles_(std::move(tiles)), max_tile_points_(max_tile_points), batch_records_(batch_records) {
+Project::Project(LeafIterations tiles, std::int64_t max_tile_points, std::size_t batch_records, bool runs)
+    : tiles_(std::move(tiles)), max_tile_points_(max_tile_points), batch_records_(batch_records), runs_(runs) {
   plan();
 }
 
@@ -139,6 +139,14 @@ void Project::refresh() {
       }
     }
     ts.size = size;
+    ts.records = size;
+    if (runs_ && unique_ && !ts.rank_sets.empty()) {  // a run per interval of the last rank (per 2^32 - 1)
+      std::int64_t runs = 0;
+      const auto most = std::int64_t(kMaxMultiplicity);
+      for (const auto& iv : ts.rank_sets.back()) runs += (iv.size() + most - 1) / most;
+      for (std::size_t r = 0; r + 1 < ts.rank_sets.size(); ++r) runs *= ts.rank_cardinality[r];
+      ts.records = size == 0 ? 0 : runs;
+    }
   }
 }
 
@@ -251,8 +259,9 @@ SpecError Project::too_large(const TensorState& ts, std::int64_t points) const {
 
 void Project::emit(TensorState& ts) {
   if (ts.size > max_tile_points_) throw too_large(ts, ts.size);
-  AccessRecord* out = buffer_.grow(std::size_t(ts.size));
-  if (ts.spec->separable) emit_separable(ts, out);
+  AccessRecord* out = buffer_.grow(std::size_t(ts.records));
+  if (runs_ && unique_) emit_runs(ts, out);
+  else if (ts.spec->separable) emit_separable(ts, out);
   else emit_points(ts, out);
 }
 
@@ -303,6 +312,30 @@ void Project::emit_separable(const TensorState& ts, AccessRecord* out) const {
              weights.empty() ? mult : std::min(mult * weights[i], kMaxMultiplicity));
   };
   walk(walk, 0, 0, base);
+}
+
+// Row-major over the per-rank sets, one record per interval of the last rank (stride
+// 1): its first element, and its length as the multiplicity.
+void Project::emit_runs(const TensorState& ts, AccessRecord* out) const {
+  const std::int64_t t = tiles_.timestep();
+  const auto trace = std::uint32_t(ts.spec->trace);
+  const auto& strides = ts.info->strides;
+  const std::size_t ranks = ts.rank_sets.size();
+  if (ranks == 0) {
+    *out = {t, 0, trace, 1};
+    return;
+  }
+  auto walk = [&](auto&& self, std::size_t r, std::int64_t element) -> void {
+    if (r + 1 == ranks) {
+      for (const auto& iv : ts.rank_sets[r])
+        for (std::int64_t x = iv.from; x < iv.to; x += std::int64_t(kMaxMultiplicity))
+          *out++ = {t, element + x, trace, std::uint32_t(std::min(iv.to - x, std::int64_t(kMaxMultiplicity)))};
+      return;
+    }
+    for (const auto& iv : ts.rank_sets[r])
+      for (std::int64_t x = iv.from; x < iv.to; ++x) self(self, r + 1, element + x * strides[r]);
+  };
+  walk(walk, 0, 0);
 }
 
 void Project::emit_points(const TensorState& ts, AccessRecord* out) const {
@@ -359,7 +392,7 @@ AccessBatch Project::next_batch(std::int64_t until) {
       if (!ts.enabled) continue;
       emit(ts);
       const std::int64_t delta = tr.variable < 0 ? 0 : ts.element_coefficient[std::size_t(tr.variable)] * tr.shift;
-      block_runs_.emplace_back(std::size_t(ts.size), delta);
+      block_runs_.emplace_back(std::size_t(ts.records), delta);
     }
     // Copy the block forward along the run where the tile only translates, as far as
     // `until` and the batch's room allow.

@@ -98,6 +98,8 @@ class CacheModel {
 
   // Appends one CacheAccess per line access to `out`.
   void run(std::span<const LineAccess> in, std::vector<CacheAccess>& out);
+  // The same, counting only (what `looptrace cache` reports needs no per-access outcome).
+  void count(std::span<const LineAccess> in);
   // The stream is over: lines still dirty are write-backs. Once; later calls do nothing.
   void finish();
   CacheReport report() const;

@@ -59,7 +59,8 @@ AddressMap default_address_map(const Schedule& schedule, const StreamContext& co
 class TimestepLines {
  public:
   TimestepLines() = default;
-  TimestepLines(const Schedule& schedule, AddressMap map, std::uint64_t line_bytes);
+  // `runs`: each record stands for `multiplicity` consecutive elements (trace_runs_pipeline).
+  TimestepLines(const Schedule& schedule, AddressMap map, std::uint64_t line_bytes, bool runs = false);
 
   // One batch of a timestep's records, traces in order (as the trace pipeline yields
   // them: leaf by leaf in tree order, tensor by tensor): appends the reads' lines to
@@ -76,6 +77,7 @@ class TimestepLines {
 
   AddressMap map_;
   unsigned shift_ = 6;
+  bool runs_ = false;
   std::vector<std::uint32_t> tensor_;  // per trace
   std::vector<std::uint8_t> output_;   // per trace: 1 for a write
   // The lines of the current group, for layouts whose lines do not ascend: an open
@@ -84,18 +86,17 @@ class TimestepLines {
   std::vector<std::uint32_t> set_gen_;
   std::uint32_t gen_ = 0;
   std::size_t set_size_ = 0;
-  std::vector<std::uint64_t> group_lines_;
   std::vector<AccessRecord> writes_;  // of the current timestep (outputs: small beside the reads)
 };
 
 template <Source Up>
 class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
  public:
-  CacheLines(Up up, std::uint64_t line_bytes, std::optional<AddressMap> map) : up_(std::move(up)) {
+  CacheLines(Up up, std::uint64_t line_bytes, std::optional<AddressMap> map, bool runs = false) : up_(std::move(up)) {
     line_bytes_ = line_bytes;
     if constexpr (AccessSource<Up>)
       lines_ = TimestepLines(this->schedule(), map ? std::move(*map) : default_address_map(this->schedule(), context()),
-                             line_bytes);
+                             line_bytes, runs);
   }
 
   std::span<const LineAccess> next_batch(std::int64_t until = kEndOfTime) {
@@ -134,18 +135,21 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
 struct CacheLinesAdaptor : StageAdaptor {
   std::uint64_t line_bytes = 64;
   std::optional<AddressMap> map;  // --layout goes here; none: default_address_map
+  bool runs = false;              // records are runs (trace_runs_pipeline)
   template <Source Up>
     requires AccessSource<Up> || RequestSource<Up>
   CacheLines<Up> operator()(Up up) const {
-    return CacheLines<Up>(std::move(up), line_bytes, map);
+    return CacheLines<Up>(std::move(up), line_bytes, map, runs);
   }
 };
 
 // `... | cache_lines(B)`: line accesses of B bytes (a power of two).
-inline CacheLinesAdaptor cache_lines(std::uint64_t line_bytes, std::optional<AddressMap> map = {}) {
+// With `runs`, over trace_runs_pipeline: each record `multiplicity` elements.
+inline CacheLinesAdaptor cache_lines(std::uint64_t line_bytes, std::optional<AddressMap> map = {}, bool runs = false) {
   CacheLinesAdaptor a;
   a.line_bytes = line_bytes;
   a.map = std::move(map);
+  a.runs = runs;
   return a;
 }
 

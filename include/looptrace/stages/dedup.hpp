@@ -27,24 +27,30 @@ class Dedup : public BatchStage<Dedup<Up>, Up> {
   // Per (timestep, trace): dropping a trace or skipping time upstream changes nothing here.
   static constexpr bool passes_trace_masks = true, passes_seeks = true;
   Dedup() = default;
-  explicit Dedup(Up up) : BatchStage<Dedup<Up>, Up>(std::move(up)) {}
+  // `ones`: the merged records' multiplicities set to 1 (runs of one element, as
+  // project(..., runs) takes them).
+  explicit Dedup(Up up, bool ones = false) : BatchStage<Dedup<Up>, Up>(std::move(up)), ones_(ones) {}
 
   AccessBatch process(const AccessBatch& b) {
     if (b.deduplicated) return b;
     buffer_.assign(b.begin(), b.end());
     buffer_.resize(merge_equal_accesses(buffer_, order_));
+    if (ones_)
+      for (AccessRecord& r : buffer_) r.multiplicity = 1;
     return {buffer_, true};
   }
 
  private:
+  bool ones_ = false;
   std::vector<AccessRecord> buffer_;
   std::vector<std::uint32_t> order_;
 };
 
 struct DedupAdaptor : StageAdaptor {
+  bool ones = false;
   template <AccessSource Up>
   Dedup<Up> operator()(Up up) const {
-    return Dedup<Up>(std::move(up));
+    return Dedup<Up>(std::move(up), ones);
   }
   template <AccessSource Up>
   LeafSet<Dedup<Up>> operator()(LeafSet<Up> set) const {
@@ -54,5 +60,11 @@ struct DedupAdaptor : StageAdaptor {
 
 // `... | dedup()`: one access per element, timestep and (leaf, tensor).
 inline DedupAdaptor dedup() { return {}; }
+// The same, each merged record's multiplicity then 1: a run of one element.
+inline DedupAdaptor dedup_runs() {
+  DedupAdaptor a;
+  a.ones = true;
+  return a;
+}
 
 }  // namespace looptrace

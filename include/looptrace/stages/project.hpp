@@ -55,8 +55,13 @@ class RecordBuffer {
 class Project : public Stage<Project> {
  public:
   Project() = default;
+  // `runs`: where every traced tensor of the leaf is separable and traced once, a record
+  // stands for `multiplicity` consecutive elements from `element` (a run along the last
+  // rank), each accessed once; elsewhere records are elements as usual (dedup(true)
+  // then makes their multiplicities 1). What a consumer of the elements alone (the
+  // caches' lines) takes, at a record per run instead of per element.
   explicit Project(LeafIterations tiles, std::int64_t max_tile_points = kDefaultMaxTilePoints,
-                   std::size_t batch_records = kDefaultBatchRecords);
+                   std::size_t batch_records = kDefaultBatchRecords, bool runs = false);
 
   AccessBatch next_batch(std::int64_t until = kEndOfTime);
   std::int64_t next_timestep() const { return tiles_.next_timestep(); }
@@ -80,7 +85,8 @@ class Project : public Stage<Project> {
     std::int64_t element_constant = 0;
     std::vector<int> used_variables, unused_variables;
     bool weighted = false;                 // some rank reads several variables
-    std::int64_t size = 0;                 // records per timestep
+    std::int64_t size = 0;                 // points per timestep (records, unless runs)
+    std::int64_t records = 0;              // records per timestep
     std::uint32_t base_multiplicity = 1;   // points per record from the variables it ignores
   };
 
@@ -96,6 +102,7 @@ class Project : public Stage<Project> {
   SpecError too_large(const TensorState& ts, std::int64_t points) const;
   void emit_separable(const TensorState& ts, AccessRecord* out) const;
   void emit_points(const TensorState& ts, AccessRecord* out) const;
+  void emit_runs(const TensorState& ts, AccessRecord* out) const;
   void copy_forward(std::size_t block_start, std::int64_t period, std::int64_t steps);
 
   LeafIterations tiles_;
@@ -105,6 +112,7 @@ class Project : public Stage<Project> {
   std::vector<std::vector<std::pair<int, int>>> level_ranks_;  // per level: (tensor, rank) to re-project
   bool reproject_all_ = true;
   bool unique_ = true;  // every enabled tensor separable and traced once: no dedup needed
+  bool runs_ = false;   // records as runs where unique_
   RecordBuffer buffer_;
   // The last block's runs of records of one tensor: (records, element shift per step).
   std::vector<std::pair<std::size_t, std::int64_t>> block_runs_;
@@ -114,19 +122,21 @@ class Project : public Stage<Project> {
 struct ProjectAdaptor : StageAdaptor {
   std::int64_t max_tile_points = kDefaultMaxTilePoints;
   std::size_t batch_records = kDefaultBatchRecords;
+  bool runs = false;
 
   Project operator()(LeafIterations tiles) const {
-    return Project(std::move(tiles), max_tile_points, batch_records);
+    return Project(std::move(tiles), max_tile_points, batch_records, runs);
   }
   LeafSet<Project> operator()(LeafSet<LeafIterations> set) const { return map_leaves(std::move(set), *this); }
 };
 
 // `leaves(schedule) | project()`: tiles to accesses, one stage per leaf.
 inline ProjectAdaptor project(std::int64_t max_tile_points = kDefaultMaxTilePoints,
-                              std::size_t batch_records = kDefaultBatchRecords) {
+                              std::size_t batch_records = kDefaultBatchRecords, bool runs = false) {
   ProjectAdaptor a;
   a.max_tile_points = max_tile_points;
   a.batch_records = batch_records;
+  a.runs = runs;
   return a;
 }
 

@@ -5,10 +5,12 @@
 //
 //   ... | cache_lines(64) | reuse_distances() | cache(config)
 //
-// A Fenwick tree over last-use times counts the lines used since; each line's last use
-// is kept in pages of 2^10 lines (4 KiB) made as lines are reached; times are
-// renumbered when they run past twice the lines seen, so memory follows the distinct
-// lines (about 12 bytes each), not the trace. O(log lines) per access.
+// A bit per last-use time (set while it is some line's last use) and a Fenwick tree
+// over blocks of 128 times count the lines used since: word by word when the last use
+// is near, else the tree over the blocks before it; each line's last use is kept in
+// pages of 2^10 lines (4 KiB) made as lines are reached; times are renumbered when
+// they run past eight times the lines seen, so memory follows the distinct lines (about
+// 5 bytes each, and the histogram), not the trace.
 #pragma once
 
 #include <cstdint>

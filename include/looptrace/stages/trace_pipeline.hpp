@@ -26,6 +26,16 @@ inline auto trace_pipeline(const Schedule& schedule, const TraceOptions& options
          merge_by_time(batch_records) | filter_traces(options.tensors, options.einsums) |
          select_time(options);
 }
+// The same accesses as runs (Project's `runs`): a record stands for `multiplicity`
+// consecutive elements from `element`, each accessed once at its timestep; runs of one
+// trace at one timestep ascend and do not overlap. What a consumer of the elements
+// alone takes at a record per run (cache_lines(B, map, true)), not per element.
+inline auto trace_runs_pipeline(const Schedule& schedule, const TraceOptions& options,
+                                std::size_t batch_records = kDefaultBatchRecords) {
+  check_spatial_instances(schedule, options.max_tile_points, options.einsums);
+  return leaves(schedule) | project(options.max_tile_points, batch_records, true) | dedup_runs() |
+         merge_by_time(batch_records) | filter_traces(options.tensors, options.einsums) | select_time(options);
+}
 using TracePipeline =
     decltype(trace_pipeline(std::declval<const Schedule&>(), std::declval<const TraceOptions&>()));
 
