@@ -113,21 +113,32 @@ struct BoxTransfers::Impl {
   bool kept(std::int64_t t) const {
     return t >= options.report.from && (t < options.report.to || (t == options.report.to && options.report_end));
   }
-  // A box of the tensor is a union of boxes of its layout's digits (Piece).
+  // A box of the tensor is a union of boxes of its layout's digits (Piece); a box of
+  // rows, one such box per row of its lattice ranks.
   void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c) {
     const TensorLayout& layout = addresses.layouts[c.tensor];
     for (const mb::Box& b : boxes) {
-      if (std::any_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) continue;
-      pieces.clear();
-      counts.clear();
-      for (std::uint32_t r = 0; r < b.size(); ++r) split(b[r], layout.block(r));
-      choice.assign(b.size(), 0);
+      if (std::any_of(b.begin(), b.end(), [](const mb::Rows& s) { return s.empty(); })) continue;
+      row.assign(b.size(), 0);
       for (;;) {
-        add_stream(layout, write, c);
+        add_box(b, layout, write, c);
         std::size_t r = b.size();
-        while (r > 0 && ++choice[r - 1] == counts[r - 1]) choice[--r] = 0;
+        while (r > 0 && ++row[r - 1] == b[r - 1].count) row[--r] = 0;
         if (r == 0) break;
       }
+    }
+  }
+  std::vector<std::int64_t> row;  // add(): the row of each rank
+  void add_box(const mb::Box& b, const TensorLayout& layout, bool write, const Cursor& c) {
+    pieces.clear();
+    counts.clear();
+    for (std::uint32_t r = 0; r < b.size(); ++r) split(b[r].row(row[r]), layout.block(r));
+    choice.assign(b.size(), 0);
+    for (;;) {
+      add_stream(layout, write, c);
+      std::size_t r = b.size();
+      while (r > 0 && ++choice[r - 1] == counts[r - 1]) choice[--r] = 0;
+      if (r == 0) break;
     }
   }
   void split(const Interval& s, std::int64_t block) {

@@ -22,6 +22,7 @@ that a failure. Ends with 'N passed, M failed'."""
 import collections
 import copy
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -169,10 +170,26 @@ def movement_variants(m, rng):
     return out
 
 
+# Per case, from its unfiltered movement report: (levels, the enumerated levels' reasons).
+ENUMERATED = []
+
+
+def enumerated_share():
+    """A line: the share of levels enumerated over the cases, and the commonest reasons."""
+    levels = sum(n for n, _ in ENUMERATED)
+    reasons = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for _, rs in ENUMERATED for r in rs)
+    n = sum(reasons.values())
+    top = "; ".join(f"{k} x{c}" for k, c in reasons.most_common(4))
+    return (f"enumerated levels: {n} of {levels} ({100.0 * n / max(levels, 1):.1f}%)"
+            + (f"; reasons: {top}" if top else ""))
+
+
 def check_movement(lt, files, m, kw, label, with_bytes):
     frm, to = closed_form.window_of(m.n_timesteps, kw)
     want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes)
     got = json.loads(lt_run(lt, ["movement", *args_of(files, kw)]))
+    if label == "full":  # the share of levels the closed form hands to the enumeration
+        ENUMERATED.append((len(got.get("levels", [])), [e["reason"] for e in got.get("enumerated", [])]))
     # The enumerating engine (the closed form's check) must give the same report.
     enumerated = json.loads(lt_run(lt, ["movement", "--method", "enumerate", *args_of(files, kw)]))
     errs = []
@@ -326,8 +343,16 @@ def main():
                     help="probability that a generated loop is spatial")
     ap.add_argument("--require-bytes", action="store_true",
                     help="fail when looptrace reports no byte figures for bits_per_value")
+    ap.add_argument("--retile", type=float, default=generate.OPTIONS["retile"],
+                    help="probability that a generated !Spatial loop is tiled again by a !Temporal loop "
+                         "over its variable, with a Storage node inside (a strided tile)")
+    ap.add_argument("--strided", type=float, default=generate.OPTIONS["strided"],
+                    help="probability that a generated convolution reads its input at stride 2 "
+                         "(default: the generator's rate of rarer features)")
     a = ap.parse_args()
     generate.OPTIONS["spatial"] = a.spatial
+    generate.OPTIONS["retile"] = a.retile
+    generate.OPTIONS["strided"] = a.strided
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     with_bytes = reports_bytes(lt)
@@ -337,7 +362,8 @@ def main():
               + (" (a failure with --require-bytes)" if a.require_bytes else ""))
         failed += a.require_bytes
     seeds = run.case_seeds(a)
-    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed))
+    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed,
+                           before_last=enumerated_share))
 
 
 if __name__ == "__main__":

@@ -190,10 +190,10 @@ def keep_if_failed(d, keep, case_seed, lines):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run_seeds(case, seeds, jobs, failed=0):
+def run_seeds(case, seeds, jobs, failed=0, before_last=None):
     """Runs case(seed) -> failure lines over `jobs` threads, printing the lines in seed
-    order and 'N passed, M failed' last (`failed` counts failures found before the
-    cases); returns the exit status."""
+    order, then what before_last() returns (if given), and 'N passed, M failed' last
+    (`failed` counts failures found before the cases); returns the exit status."""
     passed = 0
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
         for lines in ex.map(case, seeds):
@@ -201,6 +201,8 @@ def run_seeds(case, seeds, jobs, failed=0):
                 print(line, flush=True)
             failed += bool(lines)
             passed += not lines
+    if before_last is not None:
+        print(before_last())
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
