@@ -37,11 +37,13 @@ import model  # noqa: E402
 import run  # noqa: E402
 
 
-def lt_run(lt, args):
+def lt_run(lt, args, stderr=None):
     p = subprocess.run([lt, *args], capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError(f"`looptrace {' '.join(args[:1])} ... {' '.join(a for a in args if a.startswith('-'))}` "
                            f"exited {p.returncode}: {p.stderr.strip()[-300:]}")
+    if stderr is not None:
+        stderr.append(p.stderr)
     return p.stdout
 
 
@@ -170,8 +172,9 @@ def movement_variants(m, rng):
     return out
 
 
-# Per case, from its unfiltered movement report: (levels, the enumerated levels' reasons).
-ENUMERATED = []
+# Per case, from its unfiltered movement report: (levels, the enumerated levels' reasons);
+# per parent level's whole-run transfers, the reason they follow the accesses ("" if not).
+ENUMERATED, TRANSFERS = [], []
 
 
 def enumerated_share():
@@ -180,8 +183,12 @@ def enumerated_share():
     reasons = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for _, rs in ENUMERATED for r in rs)
     n = sum(reasons.values())
     top = "; ".join(f"{k} x{c}" for k, c in reasons.most_common(4))
+    followed = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for r in TRANSFERS if r)
+    top_t = "; ".join(f"{k} x{c}" for k, c in followed.most_common(3))
     return (f"enumerated levels: {n} of {levels} ({100.0 * n / max(levels, 1):.1f}%)"
-            + (f"; reasons: {top}" if top else ""))
+            + (f"; reasons: {top}" if top else "")
+            + f"\ntransfers following the accesses: {sum(followed.values())} of {len(TRANSFERS)} levels"
+            + (f"; reasons: {top_t}" if top_t else ""))
 
 
 def check_movement(lt, files, m, kw, label, with_bytes):
@@ -245,7 +252,11 @@ def diff_requests(got, want):
 
 
 def check_transfers(lt, files, m, level, kw, label, with_bytes):
-    out = lt_run(lt, ["transfers", *transfer_args(files, level, kw)])
+    err = []
+    out = lt_run(lt, ["transfers", *transfer_args(files, level, kw)], err)
+    if label == "line1":
+        note = re.search(r"follow every access \(slow on large layers\): (.*)", err[0])
+        TRANSFERS.append(note.group(1) if note else "")
     got = [json.loads(l) for l in out.splitlines()]
     want = m.transfers(level, with_bytes=with_bytes, **transfer_kw(kw))
     tag = f"[transfers {level} {label} {' '.join(transfer_args([], level, kw)[:-2])}]"
