@@ -354,16 +354,10 @@ def main():
                     help="probability that a generated loop is spatial")
     ap.add_argument("--require-bytes", action="store_true",
                     help="fail when looptrace reports no byte figures for bits_per_value")
-    ap.add_argument("--retile", type=float, default=generate.OPTIONS["retile"],
-                    help="probability that a generated !Spatial loop is tiled again by a !Temporal loop "
-                         "over its variable, with a Storage node inside (a strided tile)")
-    ap.add_argument("--strided", type=float, default=generate.OPTIONS["strided"],
-                    help="probability that a generated convolution reads its input at stride 2 "
-                         "(default: the generator's rate of rarer features)")
+    run.add_lattice_arguments(ap)
     a = ap.parse_args()
     generate.OPTIONS["spatial"] = a.spatial
-    generate.OPTIONS["retile"] = a.retile
-    generate.OPTIONS["strided"] = a.strided
+    run.set_lattice_options(a)
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     with_bytes = reports_bytes(lt)

@@ -207,6 +207,21 @@ def run_seeds(case, seeds, jobs, failed=0, before_last=None):
     return 1 if failed else 0
 
 
+def add_lattice_arguments(ap):
+    """--retile and --strided: how often the generator makes strided tiles (box lattices)."""
+    ap.add_argument("--retile", type=float, default=generate.OPTIONS["retile"],
+                    help="probability that a generated !Spatial loop is tiled again by a !Temporal loop "
+                         "over its variable, with a Storage node inside (a strided tile)")
+    ap.add_argument("--strided", type=float, default=generate.OPTIONS["strided"],
+                    help="probability that a generated convolution reads its input at stride 2 "
+                         "(default: the generator's rate of rarer features)")
+
+
+def set_lattice_options(a):
+    generate.OPTIONS["retile"] = a.retile
+    generate.OPTIONS["strided"] = a.strided
+
+
 def case_arguments(count, seed, keep):
     """The options every differential script takes (--looptrace, --count, --seed, --only,
     --jobs, --keep), with its defaults; a script adds its own to the parser returned."""
