@@ -1036,7 +1036,7 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
   std::vector<Periods> strides(sched.tensors[tensor].ranks.size());  // per rank, the lattices' strides
   for (const Part& part : m.parts.slots.front().parts) {
     const LeafSchedule& leaf = *m.parts.leaves[part.leaf];
-    const std::string in = "' in Einsum '" + leaf.einsum + "'";
+    const std::string in = " in Einsum '" + leaf.einsum + "'";
     // Per variable, the stride of its lattices (0: it has none): the tiles of a loop
     // that may take several of its digits, cut again by a loop inside it that may take
     // some (a !Temporal loop above the node takes one per window).
@@ -1074,7 +1074,7 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
     for (std::size_t v = 0; v < ranks_of.size(); ++v)
       if (ranks_of[v] > 1)
         throw NotClosed{"rank variable '" + leaf.variables[v] + "' indexes two ranks of tensor '" +
-                        sched.tensors[tensor].name + in};
+                        sched.tensors[tensor].name + "'" + in};
   }
   for (const Periods& r : strides) {  // as periods_of will find them
     std::int64_t l = 1;

@@ -2,10 +2,12 @@
 // A window of Storage node S fixes the digits of the temporal loops above S; each leaf
 // below S then runs every iteration of the loops inside S, so the points it touches in
 // the window are a box (per rank variable, the tile the outer digits give, widened to
-// the union of its inner sub-tiles), and their image in a tensor is a box too when each
-// rank's projection of its variables has no gaps. A window's tile is the union of its
-// leaves' boxes, counted by inclusion-exclusion; its fills are the elements of reading
-// leaves not touched by an earlier leaf; its drains the union of the writers' boxes.
+// the union of its inner sub-tiles) or a few box lattices (a !Spatial split tiled again
+// in time: the same sub-tile of every instance's chunk, rows at the chunk's stride),
+// and their image in a tensor is a box of ranges or rows too (a strided index gives
+// rows). A window's tile is the union of its leaves' boxes, counted slab by slab with
+// each lattice rank split in (row, place in the row); its fills are the elements of
+// reading leaves not touched by an earlier leaf; its drains the union of the writers'.
 // Windows are an odometer over the outer loops: along the innermost one, full-stride
 // tiles translate every box alike, so a run of them moves the same amounts and is
 // counted once. A window cut by the traced window (at most two per node) is the union
