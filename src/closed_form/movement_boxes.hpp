@@ -126,11 +126,12 @@ bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);
 std::int64_t union_elements(const std::vector<Box>& boxes);
 
 // The windows of one (Storage node, tensor) in time order, each with the elements it
-// fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
-// the set; a box's lattice ranks give it one box per row), for transfer traces.
-// Windows are clipped to `clip`; `from` skips the windows that end before it. Throws
-// NotClosed where a set is not a union of boxes (a tile that is not, a writer and a
-// reader interleaved under shared loops).
+// fills and drains as boxes of the tensor, ranks of ranges or of rows (boxes of one set
+// may overlap: their union is the set), for transfer traces. Windows are clipped to
+// `clip`; `from` skips the windows that end before it. The constructor throws
+// NotClosed where some window's sets might not be such boxes (a variable feeding two
+// ranks, lattices that might not nest, a writer and a reader interleaved under shared
+// loops), so that no window fails half-way through the stream.
 class SlotWindows {
  public:
   SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
