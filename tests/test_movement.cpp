@@ -867,3 +867,61 @@ mapping:
     CHECK(figures(summarize_movement(s, {}, how)) == figures(r));
   }
 }
+
+TEST_CASE("movement: lattices in !Pipeline readers and writers and in partial sums, as the enumeration") {
+  // I[x] = A[x, k] reduced over k above GlobalBuffer; alongside, Z reads I at a lattice
+  // (I[2p], or one PE's chunk of a !Spatial split walked in time): the halving of time
+  // (FirstReads) and the read-backs count unions and intersections of lattices and
+  // ranges, with each lattice rank split in row and place.
+  const std::string workload = R"(
+workload:
+  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
+  einsums:
+  - name: I
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: I, projection: {X: m}, output: True}
+  - name: Z
+    tensor_accesses:
+    - {name: I, projection: {X: 2*p}}
+    - {name: B, projection: [k]}
+    - {name: Z, projection: [p], output: True}
+)";
+  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
+    for (const std::string& consumer :
+         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
+          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
+                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")}) {
+      for (const std::string& producer_tile : {std::string("1"), std::string("2"), std::string("3")}) {
+        const std::string mapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I]}
+  - )" + branch + R"(
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
+      - !Compute {einsum: I}
+    - !Nested
+      nodes:
+)" + consumer + "      - !Compute {einsum: Z}\n";
+        CAPTURE(mapping);
+        const Schedule s = th::compile_text2(workload, mapping);
+        for (int variant = 0; variant < 6; ++variant) {
+          CAPTURE(variant);
+          TraceOptions o;
+          if (variant % 3 == 1) o.max_timesteps = s.n_timesteps / 2 + 1;
+          if (variant % 3 == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+          MovementOptions how;
+          how.partial_sums = variant >= 3;
+          const MovementReport r = summarize_movement(s, o, how);
+          for (const auto& e : r.enumerated) CHECK_MESSAGE(false, e.level << " " << e.tensor << ": " << e.reason);
+          how.method = MovementMethod::enumerate;
+          CHECK(figures(r) == figures(summarize_movement(s, o, how)));
+        }
+      }
+    }
+}

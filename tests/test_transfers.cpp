@@ -395,3 +395,65 @@ mapping:
     }
   }
 }
+
+TEST_CASE("transfers: lattices where a child's writer and reader run at once, and read back, as the enumeration") {
+  // I[x] = A[x, k] reduced over k above GlobalBuffer; its !Pipeline consumer reads I[2p]
+  // (rows at stride 2), or one PE's chunk of a !Spatial split walked in time: the fills
+  // from the halving of time and the read-backs subtract and intersect lattices in
+  // split coordinates, and stream the same requests as the enumeration.
+  const std::string workload = R"(
+workload:
+  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
+  einsums:
+  - name: I
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: I, projection: {X: m}, output: True}
+  - name: Z
+    tensor_accesses:
+    - {name: I, projection: {X: 2*p}}
+    - {name: B, projection: [k]}
+    - {name: Z, projection: [p], output: True}
+)";
+  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
+    for (const std::string& consumer :
+         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
+          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
+                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")})
+      for (const std::string& producer_tile : {std::string("1"), std::string("3")}) {
+        const std::string mapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I]}
+  - )" + branch + R"(
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
+      - !Compute {einsum: I}
+    - !Nested
+      nodes:
+)" + consumer + "      - !Compute {einsum: Z}\n";
+        CAPTURE(mapping);
+        const Schedule s = th::compile_text2(workload, mapping);
+        for (int variant = 0; variant < 6; ++variant) {
+          CAPTURE(variant);
+          TraceOptions o;
+          if (variant % 3 == 1) o.max_timesteps = s.n_timesteps / 2 + 1;
+          if (variant % 3 == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+          for (std::uint64_t line : {1, 4}) {
+            CAPTURE(line);
+            TransferOptions boxes = level("DRAM", line);
+            boxes.partial_sums = variant >= 3;
+            TransferOptions enumerated = boxes;
+            enumerated.enumerate = true;
+            // A strided index of a !Spatial split tiled again is refused up front where
+            // a window's time is cut (the enumeration then): the same requests either way.
+            if (!th::contains(consumer, "Spatial")) CHECK(transfer_pipeline(s, o, boxes).closed_form());
+            CHECK(requests(s, o, boxes) == requests(s, o, enumerated));
+          }
+        }
+      }
+}
