@@ -174,21 +174,26 @@ def movement_variants(m, rng):
     return out
 
 
-# Per case, from its unfiltered movement report: (levels, the enumerated levels' reasons);
+# Per case, from its unfiltered movement report: (levels, the enumerated levels, the
+# enumerated slots' reasons);
 # per parent level's whole-run transfers, the reason they follow the accesses ("" if not).
-ENUMERATED, TRANSFERS = [], []
+ENUMERATED, ENUMERATED_PS, TRANSFERS = [], [], []
 
 
 def enumerated_share():
-    """A line: the share of levels enumerated over the cases, and the commonest reasons."""
-    levels = sum(n for n, _ in ENUMERATED)
-    reasons = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for _, rs in ENUMERATED for r in rs)
-    n = sum(reasons.values())
-    top = "; ".join(f"{k} x{c}" for k, c in reasons.most_common(4))
+    """A line: the share of levels enumerated over the cases (a level counts when any of
+    its (node, tensor) slots is), the slots, and the commonest reasons."""
+    def share(runs):
+        levels = sum(n for n, _, _ in runs)
+        n = sum(len(lv) for _, lv, _ in runs)
+        reasons = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for _, _, rs in runs for r in rs)
+        top = "; ".join(f"{k} x{c}" for k, c in reasons.most_common(4))
+        return (f"{n} of {levels} ({100.0 * n / max(levels, 1):.1f}%), {sum(reasons.values())} slots"
+                + (f"; reasons: {top}" if top else ""))
     followed = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for r in TRANSFERS if r)
     top_t = "; ".join(f"{k} x{c}" for k, c in followed.most_common(3))
-    return (f"enumerated levels: {n} of {levels} ({100.0 * n / max(levels, 1):.1f}%)"
-            + (f"; reasons: {top}" if top else "")
+    return (f"enumerated levels: {share(ENUMERATED)}"
+            + f"\nenumerated levels with --partial-sums: {share(ENUMERATED_PS)}"
             + f"\ntransfers following the accesses: {sum(followed.values())} of {len(TRANSFERS)} levels"
             + (f"; reasons: {top_t}" if top_t else ""))
 
@@ -198,8 +203,9 @@ def check_movement(lt, files, m, kw, label, with_bytes):
     want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes,
                       partial_sums=bool(kw.get("partial_sums")))
     got = json.loads(lt_run(lt, ["movement", *args_of(files, kw)]))
-    if label == "full":  # the share of levels the closed form hands to the enumeration
-        ENUMERATED.append((len(got.get("levels", [])), [e["reason"] for e in got.get("enumerated", [])]))
+    if label in ("full", "partial-sums full"):  # the share of levels the closed form hands to the enumeration
+        (ENUMERATED if label == "full" else ENUMERATED_PS).append((len(got.get("levels", [])), {e["level"] for e in got.get("enumerated", [])},
+                           [e["reason"] for e in got.get("enumerated", [])]))
     # The enumerating engine (the closed form's check) must give the same report.
     enumerated = json.loads(lt_run(lt, ["movement", "--method", "enumerate", *args_of(files, kw)]))
     errs = []
