@@ -344,8 +344,46 @@ mapping:
   CHECK(p.levels[0].tensors[0].fills == 2 * band + 1024LL * 5120);
 }
 
-TEST_CASE("movement: what the closed form cannot count is enumerated, and listed") {
-  // O[p] = I[2p + r] * W[r] with r < 1 per window: I's tile {2p} has gaps.
+TEST_CASE("movement: a !Spatial split tiled again in time is a lattice, in closed form") {
+  // B[x] = A[x], x < 8: 4 PEs take 2 each, and each walks its 2 in time, Buf inside. At
+  // window j (j < 2) the PEs together touch {j, j + 2, j + 4, j + 6}: 4 elements at
+  // stride 2, not a range.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {x: 0 <= x < 8}
+  einsums: ["B[x] = A[x]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B]}
+  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
+  - !Temporal {rank_variable: x, tile_shape: 1}
+  - !Storage {component: Buf, tensors: [A, B]}
+  - !Compute {einsum: B}
+)");
+  const MovementReport r = summarize_movement(s);
+  CHECK(r.method == MovementMethod::closed_form);
+  CHECK(r.enumerated.empty());
+  const TensorMovement& a = at(r, "Buf", "A");
+  CHECK(a.windows == 2);
+  CHECK(a.max_tile == 4);
+  CHECK(a.fills == 8);
+  CHECK(at(r, "Buf", "B").drains == 8);
+  CHECK(at(r, "Buf", "B").max_tile == 4);
+  CHECK(level(r, "Buf").peak_footprint.value == 8);
+  CHECK(at(r, "DRAM", "A").fills == 8);
+  CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
+  // The second window alone: {1, 3, 5, 7}.
+  TraceOptions o;
+  o.from = 1;
+  const MovementReport second = summarize_movement(s, o);
+  CHECK(second.enumerated.empty());
+  CHECK(at(second, "Buf", "A").fills == 4);
+  CHECK(at(second, "Buf", "A").windows == 1);
+}
+
+TEST_CASE("movement: a strided image is a lattice, in closed form") {
+  // O[p] = I[2p + r] * W[r], p < 8, r < 2, one r per GlobalBuffer window: I's tiles are
+  // {0, 2, .., 14} then {1, 3, .., 15}, 8 each; all of O is written in both windows.
   const Schedule s = th::compile_text(R"(
 workload:
   iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 2}
@@ -359,29 +397,98 @@ mapping:
   - !Compute {einsum: O}
 )");
   const MovementReport r = summarize_movement(s);
-  // Only the slot (GlobalBuffer, I) is enumerated: W and O stay in closed form.
-  REQUIRE(r.enumerated.size() == 1);
-  CHECK(r.enumerated[0].level == "GlobalBuffer");
-  CHECK(r.enumerated[0].tensor == "I");
-  CHECK(th::contains(r.enumerated[0].reason, "not a box"));
-  const LevelMovement& gb = r.levels[1];
-  CHECK(gb.tensors[0].tensor == "I");
-  CHECK(gb.tensors[0].fills == 16);  // {0, 2, .., 14} then {1, 3, .., 15}
-  CHECK(gb.tensors[0].max_tile == 8);
-  // The peak sums the slots counted apart: I's 8, W's 1 and O's 8 in each window.
-  CHECK(gb.peak_footprint.value == 17);
-  CHECK(gb.peak_footprint.timestep == 0);
+  CHECK(r.enumerated.empty());
+  const TensorMovement& i = at(r, "GlobalBuffer", "I");
+  CHECK(i.windows == 2);
+  CHECK(i.max_tile == 8);
+  CHECK(i.fills == 16);
+  CHECK(at(r, "GlobalBuffer", "W").fills == 2);
+  CHECK(at(r, "GlobalBuffer", "O").drains == 16);
+  CHECK(level(r, "GlobalBuffer").peak_footprint.value == 17);
+  CHECK(at(r, "DRAM", "I").fills == 16);
   CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
-  // A cut window too: [3, 13) cuts the windows [0, 8) and [8, 16) to [3, 8) and [8, 13).
+  // A prefix of 12 timesteps cuts window 1 to p < 4: {1, 3, 5, 7}.
+  TraceOptions o;
+  o.max_timesteps = 12;
+  const MovementReport cut = summarize_movement(s, o);
+  CHECK(cut.enumerated.empty());
+  CHECK(at(cut, "GlobalBuffer", "I").fills == 12);
+  CHECK(figures(cut) == figures(summarize_movement(s, o, MovementOptions{MovementMethod::enumerate, 1})));
+}
+
+TEST_CASE("movement: a lattice and a range of one tensor in one window") {
+  // Z[x] = A[x] + A[x + 1] as two Einsums' reads would be; here one Einsum reads
+  // A[2p] (a lattice of stride 2) and writes B[p]; a second reads A[q] for q < 5 (a
+  // range) in the same window: the union is {0, 2, 4, 6} with {0, .., 4}, 6 elements.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {p: 0 <= p < 4, q: 0 <= q < 5}
+  einsums:
+  - name: E1
+    tensor_accesses:
+    - {name: A, projection: {X: 2*p}}
+    - {name: B, projection: [p], output: True}
+  - name: E2
+    tensor_accesses:
+    - {name: A, projection: {X: q}}
+    - {name: C, projection: [q], output: True}
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, C]}
+  - !Storage {component: Buf, tensors: [A]}
+  - !Sequential
+    nodes:
+    - !Nested {nodes: [!Temporal {rank_variable: p, tile_shape: 1}, !Compute {einsum: E1}]}
+    - !Nested {nodes: [!Temporal {rank_variable: q, tile_shape: 1}, !Compute {einsum: E2}]}
+)");
+  const MovementReport r = summarize_movement(s);
+  CHECK(r.enumerated.empty());
+  CHECK(at(r, "Buf", "A").max_tile == 6);
+  CHECK(at(r, "Buf", "A").fills == 6);
+  CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
+}
+
+TEST_CASE("movement: what the closed form cannot count is enumerated, and listed") {
+  // Z[m] = A[m, m] (A's ranks I and J both m) with 4 m per window: A's tile is a
+  // diagonal, not a box.
+  const Schedule s = th::compile_text(R"(
+workload:
+  iteration_space_shape: {m: 0 <= m < 8}
+  einsums:
+  - name: Z
+    tensor_accesses:
+    - {name: A, projection: {I: m, J: m}}
+    - {name: Z, projection: [m], output: True}
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 4}
+  - !Storage {component: GlobalBuffer, tensors: [A, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: Z}
+)");
+  const MovementReport r = summarize_movement(s);
+  // Only the slots of A: DRAM's one window holds the whole diagonal; Z stays in
+  // closed form.
+  REQUIRE(r.enumerated.size() == 2);
+  CHECK(r.enumerated[0].level == "DRAM");
+  CHECK(r.enumerated[0].tensor == "A");
+  CHECK(r.enumerated[1].level == "GlobalBuffer");
+  CHECK(r.enumerated[1].tensor == "A");
+  CHECK(th::contains(r.enumerated[1].reason, "not a box"));
+  const LevelMovement& gb = r.levels[1];
+  CHECK(gb.tensors[0].tensor == "A");
+  CHECK(gb.tensors[0].fills == 8);  // (0, 0) .. (3, 3) then (4, 4) .. (7, 7)
+  CHECK(gb.tensors[0].max_tile == 4);
+  CHECK(figures(r) == figures(summarize_movement(s, {}, MovementOptions{MovementMethod::enumerate, 1})));
+  // A cut window too: [1, 6) cuts DRAM's one window to [1, 6), a diagonal still,
+  // enumerated per slot (A only).
   TraceOptions cut;
-  cut.from = 3, cut.to = 13;
-  // DRAM's one window is cut there too, to the iterations r = 0, p >= 3 and r = 1,
-  // p < 5: I's {6, 8, .., 14} and {1, 3, .., 9}, not boxes either.
+  cut.from = 1, cut.to = 6;
   const MovementReport c = summarize_movement(s, cut);
-  REQUIRE(c.enumerated.size() == 2);
+  REQUIRE(!c.enumerated.empty());
   CHECK(c.enumerated[0].level == "DRAM");
-  CHECK(c.enumerated[0].tensor == "I");
-  CHECK(c.enumerated[1].level == "GlobalBuffer");
+  for (const auto& e : c.enumerated) CHECK(e.tensor == "A");
   CHECK(figures(c) == figures(summarize_movement(s, cut, MovementOptions{MovementMethod::enumerate, 1})));
 }
 
@@ -759,4 +866,62 @@ mapping:
     how.method = MovementMethod::enumerate;
     CHECK(figures(summarize_movement(s, {}, how)) == figures(r));
   }
+}
+
+TEST_CASE("movement: lattices in !Pipeline readers and writers and in partial sums, as the enumeration") {
+  // I[x] = A[x, k] reduced over k above GlobalBuffer; alongside, Z reads I at a lattice
+  // (I[2p], or one PE's chunk of a !Spatial split walked in time): the halving of time
+  // (FirstReads) and the read-backs count unions and intersections of lattices and
+  // ranges, with each lattice rank split in row and place.
+  const std::string workload = R"(
+workload:
+  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
+  einsums:
+  - name: I
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: I, projection: {X: m}, output: True}
+  - name: Z
+    tensor_accesses:
+    - {name: I, projection: {X: 2*p}}
+    - {name: B, projection: [k]}
+    - {name: Z, projection: [p], output: True}
+)";
+  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
+    for (const std::string& consumer :
+         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
+          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
+                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")}) {
+      for (const std::string& producer_tile : {std::string("1"), std::string("2"), std::string("3")}) {
+        const std::string mapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Storage {component: GlobalBuffer, tensors: [I]}
+  - )" + branch + R"(
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
+      - !Compute {einsum: I}
+    - !Nested
+      nodes:
+)" + consumer + "      - !Compute {einsum: Z}\n";
+        CAPTURE(mapping);
+        const Schedule s = th::compile_text2(workload, mapping);
+        for (int variant = 0; variant < 6; ++variant) {
+          CAPTURE(variant);
+          TraceOptions o;
+          if (variant % 3 == 1) o.max_timesteps = s.n_timesteps / 2 + 1;
+          if (variant % 3 == 2) o.from = s.n_timesteps / 3, o.to = s.n_timesteps * 2 / 3;
+          MovementOptions how;
+          how.partial_sums = variant >= 3;
+          const MovementReport r = summarize_movement(s, o, how);
+          for (const auto& e : r.enumerated) CHECK_MESSAGE(false, e.level << " " << e.tensor << ": " << e.reason);
+          how.method = MovementMethod::enumerate;
+          CHECK(figures(r) == figures(summarize_movement(s, o, how)));
+        }
+      }
+    }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include "looptrace/support/error.hpp"
@@ -32,12 +33,15 @@ void step_back(DigitBox& d, const Levels& levels) {
   for (std::size_t m = l; m < d.size(); ++m) d[m] = Interval::point(levels[m].count - 1);
 }
 
-// A leaf's points over a box of its iterations: per rank variable, one range. For a
-// whole window (outer digits fixed, inner ones free), along the innermost outer loop
-// the next `run` windows (this one included) give the same ranges but for `moving`,
-// which advances by `step` per window (-1: none moves).
+// A leaf's points over a box of its iterations: per rank variable, a union of pieces,
+// each rows of points (one range, or the same range repeated at a stride: the tiles a
+// loop whose iterations are all in the box cut, then tiled again by one whose are
+// not). For a whole window (outer digits fixed, inner ones free), along the innermost
+// outer loop the next `run` windows (this one included) give the same points but for
+// `moving`, whose pieces advance by `step` per window (-1: none moves).
+using Pieces = boost::container::small_vector<Rows, 3>;  // none: no points
 struct LeafPoints {
-  LeafRanges range;
+  boost::container::small_vector<Pieces, 8> sets;
   bool empty = false;
   std::int64_t run = kForever;
   int moving = -1;
@@ -77,99 +81,248 @@ std::int64_t checked_add(std::int64_t a, Wide b) {
 }
 std::int64_t narrowed(Wide v) { return checked_add(0, v); }
 
-// The ranges of `leaf`'s variables over the iterations `digits` gives (spatial loops
-// always take all theirs). A loop keeps the union of the sub-tiles it takes; when they
-// are several, the loops over the same variable inside it cover each (their counts
-// cover its largest tile) and change nothing, unless they take only some of theirs:
-// a strided set, not a range. When
-// `inner_level` >= 0, that loop's run is worked out (digits there are one).
-void leaf_points(const LeafSchedule& leaf, const DigitBox& digits, int inner_level, LeafPoints& w) {
-  const std::size_t n = leaf.variables.size();
-  w.range.resize(n);
-  for (std::size_t v = 0; v < n; ++v) w.range[v] = {0, leaf.extent[v]};
-  boost::container::small_vector<bool, 8> widened(n, false);
-  w.run = kForever, w.moving = -1, w.step = 0;
-  for (const LoopLevel& l : leaf.loops) {
-    if (l.variable < 0) continue;  // drives nothing here: windows along it are alike
-    const auto v = std::size_t(l.variable);
-    Interval& r = w.range[v];
-    const Interval d = l.spatial ? Interval{0, l.count} : digits[std::size_t(l.time_level)];
-    if (r.empty()) continue;
-    const Interval parent = r;
-    if (d == Interval{0, l.count}) {  // all of them
-      if (widened[v]) continue;  // covered: the union stays
-      r = tiling::sub_tiles<Wide>(r, l, d);
-      widened[v] = tiling::tiles_within<Wide>(parent.size(), l) > 1;  // it cut the range
-      continue;
-    }
-    if (widened[v])
-      throw NotClosed{"rank variable '" + leaf.variables[v] +
-                      "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
-    r = tiling::sub_tiles<Wide>(r, l, d);
-    widened[v] = d.size() > 1;  // several sub-tiles: the loops inside cover them
-    if (l.time_level != inner_level) continue;
-    const std::int64_t j = d.from;
-    if (r.empty()) {
-      w.run = l.count - j;  // every later tile is empty too
-    } else if (tiling::whole_stride(l, j, r.size())) {
-      w.run = std::int64_t(tiling::whole_strides_from<Wide>(parent.size(), l, j));  // translates
-      w.moving = int(v), w.step = l.tile_shape;
-    } else {
-      w.run = 1;
-    }
+// The sub-tiles `d` of the range [a, a + width) that loop `l` cuts, each a piece of its
+// own rows: the first (when its size is not the stride), the whole strides, the last
+// when partial. At most three pieces, appended to `out`.
+void cut_cells(std::int64_t a, std::int64_t width, const LoopLevel& l, const Interval& d, Pieces& out) {
+  const Wide init = l.initial_tile_shape, stride = l.tile_shape;
+  std::int64_t j0 = d.from;
+  const Wide tiles = tiling::tile_count<Wide>(width, l);  // those not empty
+  const std::int64_t j1 = tiles < Wide(d.to) ? std::int64_t(tiles) : d.to;
+  if (j0 >= j1) return;
+  if (j0 == 0 && init != stride) {
+    out.push_back({a, a + std::int64_t(std::min<Wide>(init, width))});
+    j0 = 1;
   }
-  w.empty = std::any_of(w.range.begin(), w.range.end(), [](const Interval& s) { return s.empty(); });
+  // Sub-tile j ends at init + j * stride (j = 0 too, when init is the stride).
+  const std::int64_t full = width >= init ? std::int64_t((width - init) / stride + 1) : 0;  // j below: whole
+  const std::int64_t jf = std::min(j1, std::max(j0, full));
+  if (j0 < jf) {
+    const std::int64_t at = a + std::int64_t(tiling::sub_start<Wide>(l, j0));
+    out.push_back({at, at + std::int64_t(stride), std::int64_t(stride), jf - j0});
+  }
+  if (jf < j1) {  // the partial last one
+    const Interval last = tiling::sub_tile<Wide>({a, a + width}, l, jf);
+    if (!last.empty()) out.push_back(last);
+  }
 }
 
-// The image of a leaf's points in a tensor as a box; false when it is not one (a rank
-// whose sum of strided variables leaves gaps, a variable feeding two ranks).
-bool image_of(const LeafTensor& t, const LeafPoints& w, Box& box) {
+// The points of `leaf`'s variables over the iterations `digits` gives (spatial loops
+// always take all theirs). A loop cuts each row of a variable's pieces alike and keeps
+// the union of the sub-tiles it takes; when they are several and a loop over the same
+// variable inside it takes only some of its own, they become pieces of their own (a
+// lattice per piece: the tiles of each instance, a strided set), else the loops inside
+// cover them and change nothing. When `inner_level` >= 0, that loop's run is worked
+// out (digits there are one).
+void leaf_points(const LeafSchedule& leaf, const DigitBox& digits, int inner_level, LeafPoints& w) {
+  const std::size_t n = leaf.variables.size();
+  w.sets.resize(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    w.sets[v].clear();
+    if (leaf.extent[v] > 0) w.sets[v].push_back(Interval{0, leaf.extent[v]});
+  }
+  auto digits_of = [&](const LoopLevel& l) {
+    return l.spatial ? Interval{0, l.count} : digits[std::size_t(l.time_level)];
+  };
+  // Per loop, whether a loop over its variable inside it takes only some digits.
+  boost::container::small_vector<bool, 16> partial_inside(leaf.loops.size(), false);
+  {
+    boost::container::small_vector<bool, 8> partial(n, false);
+    for (std::size_t i = leaf.loops.size(); i-- > 0;) {
+      const LoopLevel& l = leaf.loops[i];
+      if (l.variable < 0) continue;
+      partial_inside[i] = partial[std::size_t(l.variable)];
+      if (digits_of(l) != Interval{0, l.count}) partial[std::size_t(l.variable)] = true;
+    }
+  }
+  boost::container::small_vector<bool, 8> widened(n, false);
+  w.run = kForever, w.moving = -1, w.step = 0;
+  Pieces cut;
+  for (std::size_t i = 0; i < leaf.loops.size(); ++i) {
+    const LoopLevel& l = leaf.loops[i];
+    if (l.variable < 0) continue;  // drives nothing here: windows along it are alike
+    const auto v = std::size_t(l.variable);
+    Pieces& set = w.sets[v];
+    const Interval d = digits_of(l);
+    if (set.empty()) continue;
+    const bool all = d == Interval{0, l.count};
+    if (widened[v]) {
+      if (all) continue;  // covered: the union stays
+      throw NotClosed{"rank variable '" + leaf.variables[v] +
+                      "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
+    }
+    cut.clear();
+    bool several = false;  // some row keeps more than one sub-tile
+    for (const Rows& x : set) {
+      const std::int64_t width = x.width();
+      const Interval row{0, width};
+      if (d.size() == 1) {  // one sub-tile of each row
+        const Interval r = tiling::sub_tiles<Wide>(row, l, d);
+        if (l.time_level == inner_level) {
+          const std::int64_t j = d.from;
+          if (r.empty()) {
+            w.run = std::min(w.run, l.count - j);  // every later tile is empty too
+          } else if (tiling::whole_stride(l, j, r.size())) {
+            w.run = std::min(w.run, std::int64_t(tiling::whole_strides_from<Wide>(width, l, j)));  // translates
+            w.moving = int(v), w.step = l.tile_shape;
+          } else {
+            w.run = 1;
+          }
+        }
+        if (!r.empty()) cut.push_back({x.from + r.from, x.from + r.to, x.stride, x.count});
+        continue;
+      }
+      const std::int64_t tiles = all ? std::int64_t(tiling::tiles_within<Wide>(width, l)) : d.size();
+      if (!partial_inside[i] || tiles <= 1) {  // the union of the sub-tiles is what counts
+        const Interval r = tiling::sub_tiles<Wide>(row, l, d);
+        if (!r.empty()) cut.push_back({x.from + r.from, x.from + r.to, x.stride, x.count});
+        several = several || tiles > 1;
+        continue;
+      }
+      if (x.count == 1) {  // the sub-tiles are what a loop inside cuts again
+        cut_cells(x.from, width, l, d, cut);
+        continue;
+      }
+      Pieces cells;
+      cut_cells(0, width, l, d, cells);
+      if (cells.size() > 1 || (cells.size() == 1 && cells[0].count > 1))
+        throw NotClosed{"rank variable '" + leaf.variables[v] + "' is cut into strided tiles twice (a lattice of lattices)"};
+      for (const Rows& c : cells) cut.push_back({x.from + c.from, x.from + c.to, x.stride, x.count});
+    }
+    if (cut.size() > 3)
+      throw NotClosed{"rank variable '" + leaf.variables[v] + "' takes more than 3 pieces of strided tiles"};
+    set = cut;
+    widened[v] = several;
+  }
+  w.empty = std::any_of(w.sets.begin(), w.sets.end(), [](const Pieces& s) { return s.empty(); });
+}
+
+// The points as one range per variable; throws NotClosed where they are not.
+void ranges_of(const LeafSchedule& leaf, const LeafPoints& w, LeafRanges& ranges) {
+  ranges.resize(w.sets.size());
+  for (std::size_t v = 0; v < w.sets.size(); ++v) {
+    if (w.sets[v].size() > 1 || (w.sets[v].size() == 1 && !w.sets[v][0].range()))
+      throw NotClosed{"rank variable '" + leaf.variables[v] +
+                      "' is tiled inside a loop whose iterations are all in one window (a strided tile)"};
+    ranges[v] = w.sets[v].empty() ? Interval{0, 0} : Interval{w.sets[v][0].from, w.sets[v][0].to};
+  }
+}
+
+// Rows in normal form: a range where the rows touch or overlap, or are one.
+Rows normal(Rows x) {
+  if (x.count > 1 && x.width() >= x.stride) return {x.from, x.from + x.stride * (x.count - 1) + x.width()};
+  if (x.count == 1) x.stride = 0;
+  return x;
+}
+
+// c * x for a variable's rows x; false when it is a lattice of lattices.
+bool scaled(const Rows& x, Wide c, Rows& out) {
+  const Wide a = c > 0 ? c : -c;
+  const Wide last = Wide(x.from) + Wide(x.stride) * (x.count - 1) + x.width() - 1;  // the last point
+  if (x.count == 1) {
+    const Wide lo = c > 0 ? c * x.from : c * last;
+    out = a == 1 ? Rows{std::int64_t(lo), std::int64_t(lo) + x.width()}
+                 : Rows{std::int64_t(lo), std::int64_t(lo) + 1, std::int64_t(a), x.width()};
+  } else if (x.width() == 1) {
+    const Wide lo = c > 0 ? c * x.from : c * last;
+    out = {std::int64_t(lo), std::int64_t(lo) + 1, std::int64_t(a * x.stride), x.count};
+  } else if (a == 1) {
+    const Wide lo = c > 0 ? Wide(x.from) : -last;
+    out = {std::int64_t(lo), std::int64_t(lo) + x.width(), x.stride, x.count};
+  } else {
+    return false;
+  }
+  out = normal(out);
+  return true;
+}
+
+// a + b (every sum of a point of each); false when it is not rows. `b` is a range or
+// has a stride no smaller than a's.
+bool summed(const Rows& a, const Rows& b, Rows& out) {
+  const std::int64_t from = a.from + b.from;
+  if (b.range()) {
+    out = {from, from + a.width() + b.width() - 1, a.stride, a.count};
+  } else if (a.range()) {
+    out = {from, from + a.width() + b.width() - 1, b.stride, b.count};
+  } else if (a.stride == b.stride) {
+    out = {from, from + a.width() + b.width() - 1, a.stride, a.count + b.count - 1};
+  } else if (b.width() == 1 && Wide(b.stride) == Wide(a.stride) * a.count) {  // b's rows continue a's
+    out = {from, from + a.width(), a.stride, std::int64_t(Wide(a.count) * b.count)};
+  } else {
+    return false;
+  }
+  out = normal(out);
+  return true;
+}
+
+// The image of one choice of piece per variable (`choice`) in tensor access `t`, as a
+// box of rows; false when a rank's image is not rows (strides that do not nest), or a
+// variable of several points feeds two ranks.
+bool image_of(const LeafTensor& t, const boost::container::small_vector<const Rows*, 8>& choice, Box& box) {
   const std::size_t ranks = t.constants.size();
   box.resize(ranks);
-  boost::container::small_vector<bool, 8> used(w.range.size(), false);
-  boost::container::small_vector<std::pair<Wide, Wide>, 8> terms;  // |coefficient|, points - 1
+  boost::container::small_vector<bool, 8> used(choice.size(), false);
+  boost::container::small_vector<Rows, 8> terms;
   for (std::size_t r = 0; r < ranks; ++r) {
-    Wide lo = t.constants[r], hi = t.constants[r];
+    Wide at = t.constants[r];
     terms.clear();
-    for (std::size_t v = 0; v < w.range.size(); ++v) {
+    for (std::size_t v = 0; v < choice.size(); ++v) {
       const Wide c = t.coefficients[r][v];
       if (c == 0) continue;
-      const Interval& x = w.range[v];
+      const Rows& x = *choice[v];
       if (x.size() == 1) {
-        lo += c * x.from, hi += c * x.from;
+        at += c * x.from;
         continue;
       }
       if (used[v]) return false;
       used[v] = true;
-      if (c > 0) lo += c * x.from, hi += c * (x.to - 1);
-      else lo += c * (x.to - 1), hi += c * x.from;
-      terms.push_back({c > 0 ? c : -c, x.size() - 1});
+      if (!scaled(x, c, terms.emplace_back())) return false;
     }
-    std::sort(terms.begin(), terms.end());
-    Wide reach = 0;  // the sum of the terms so far covers [0, reach] without a gap
-    for (const auto& [c, n] : terms) {
-      if (c > reach + 1) return false;
-      reach += c * n;
-    }
-    box[r] = {std::int64_t(lo), std::int64_t(hi) + 1};
+    // Ranges first, then rows by their stride: each sum keeps the smaller stride.
+    std::sort(terms.begin(), terms.end(), [](const Rows& a, const Rows& b) {
+      return std::pair(!a.range(), a.stride) < std::pair(!b.range(), b.stride);
+    });
+    Rows sum{std::int64_t(at), std::int64_t(at) + 1};
+    for (const Rows& x : terms)
+      if (!summed(sum, x, sum)) return false;
+    box[r] = sum;
   }
   return true;
 }
 
-Wide box_size(const Box& b) {
+// The images of a leaf's points in a tensor: one box per choice of piece per variable
+// (appended to `out`); false when one is not a box of rows.
+bool images_of(const LeafTensor& t, const LeafPoints& w, std::vector<Box>& out) {
+  boost::container::small_vector<const Rows*, 8> choice(w.sets.size());
+  boost::container::small_vector<std::size_t, 8> at(w.sets.size(), 0);
+  for (;;) {
+    for (std::size_t v = 0; v < choice.size(); ++v) choice[v] = &w.sets[v][at[v]];
+    if (!image_of(t, choice, out.emplace_back())) return false;
+    std::size_t v = at.size();
+    while (v > 0 && ++at[v - 1] == w.sets[v - 1].size()) at[--v] = 0;
+    if (v == 0) return true;
+  }
+}
+
+// A box of plain ranges: a tensor's box with each lattice rank split in two
+// coordinates (its row, the place in it), where counting and subtracting are as for
+// boxes.
+using Cells = boost::container::small_vector<Interval, 8>;
+
+Wide box_size(const Cells& b) {
   Wide n = 1;
   for (const Interval& s : b) n *= s.size();
   return n;
 }
 
-bool contains(const Box& outer, const Box& inner) {
+bool contains(const Cells& outer, const Cells& inner) {
   for (std::size_t r = 0; r < outer.size(); ++r)
     if (!outer[r].contains(inner[r])) return false;
   return true;
 }
 
 // The volume of a union of non-empty boxes, slab by slab along one rank at a time.
-Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
+Wide union_from(const std::vector<const Cells*>& boxes, std::size_t rank) {
   if (boxes.empty()) return 0;
   if (boxes.size() == 1) {
     Wide n = 1;
@@ -178,14 +331,14 @@ Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
   }
   if (rank == boxes[0]->size()) return 1;
   std::vector<std::int64_t> cuts;
-  for (const Box* b : boxes) cuts.push_back((*b)[rank].from), cuts.push_back((*b)[rank].to);
+  for (const Cells* b : boxes) cuts.push_back((*b)[rank].from), cuts.push_back((*b)[rank].to);
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   Wide total = 0;
-  std::vector<const Box*> across;
+  std::vector<const Cells*> across;
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
     across.clear();
-    for (const Box* b : boxes)
+    for (const Cells* b : boxes)
       if ((*b)[rank].contains(Interval{cuts[i], cuts[i + 1]})) across.push_back(b);
     total += Wide(cuts[i + 1] - cuts[i]) * union_from(across, rank + 1);
   }
@@ -193,9 +346,9 @@ Wide union_from(const std::vector<const Box*>& boxes, std::size_t rank) {
 }
 
 // The number of elements in a union of non-empty boxes (those inside another dropped).
-Wide union_size(const std::vector<const Box*>& boxes) {
+Wide cells_union_size(const std::vector<const Cells*>& boxes) {
   if (boxes.size() == 1) return box_size(*boxes[0]);
-  std::vector<const Box*> kept;
+  std::vector<const Cells*> kept;
   for (std::size_t i = 0; i < boxes.size(); ++i) {
     bool inside = false;
     for (std::size_t k = 0; k < boxes.size() && !inside; ++k)
@@ -204,6 +357,109 @@ Wide union_size(const std::vector<const Box*>& boxes) {
   }
   if (kept.size() > 64) throw NotClosed{"more than 64 distinct tiles of one tensor in one window"};
   return union_from(kept, 0);
+}
+
+// How a set of boxes splits: per tensor rank, the period of its rows (0: no lattice
+// there, the rank stays one coordinate). A lattice of a smaller stride dividing it is
+// as many lattices of the period as the stride goes into it.
+using Periods = boost::container::small_vector<std::int64_t, 6>;
+constexpr std::int64_t kMaxPeriodSplit = 16;  // lattices one lattice becomes, at most
+
+Periods periods_of(const std::vector<const Box*>& boxes) {
+  Periods p(boxes.empty() ? 0 : boxes.front()->size(), 0);
+  for (const Box* b : boxes)
+    for (std::size_t r = 0; r < p.size(); ++r) {
+      const Rows& x = (*b)[r];
+      if (x.range() || x.empty()) continue;
+      const std::int64_t l = p[r] == 0 ? x.stride : std::lcm(p[r], x.stride);
+      if (l / x.stride > kMaxPeriodSplit || (p[r] != 0 && l / p[r] > kMaxPeriodSplit))
+        throw NotClosed{"rows of one tensor rank at strides " + std::to_string(p[r]) + " and " +
+                        std::to_string(x.stride) + " in one window (no small common multiple)"};
+      p[r] = l;
+    }
+  return p;
+}
+
+// The pieces of rows `x` with a rank split at period `p`: per piece, its rows' span
+// and the span in a row.
+using Split = boost::container::small_vector<std::pair<Interval, Interval>, 4>;
+void split_rows(const Rows& x, std::int64_t p, Split& out) {
+  out.clear();
+  auto floor_div = [](std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); };
+  if (x.range()) {  // a partial first row, the whole rows, a partial last row
+    const std::int64_t q0 = floor_div(x.from, p), m0 = x.from - q0 * p;
+    const std::int64_t q1 = floor_div(x.to - 1, p), m1 = x.to - 1 - q1 * p;
+    if (q0 == q1) {
+      out.push_back({{q0, q0 + 1}, {m0, m1 + 1}});
+      return;
+    }
+    const std::int64_t whole_from = m0 == 0 ? q0 : q0 + 1, whole_to = m1 == p - 1 ? q1 + 1 : q1;
+    if (m0 != 0) out.push_back({{q0, q0 + 1}, {m0, p}});
+    if (whole_from < whole_to) out.push_back({{whole_from, whole_to}, {0, p}});
+    if (m1 != p - 1) out.push_back({{q1, q1 + 1}, {0, m1 + 1}});
+    return;
+  }
+  const std::int64_t k = p / x.stride;  // rows of x in one period
+  for (std::int64_t i = 0; i < std::min(k, x.count); ++i) {  // the rows i, i + k, ...
+    const std::int64_t from = x.from + i * x.stride, n = (x.count - i + k - 1) / k;
+    const std::int64_t q0 = floor_div(from, p), m0 = from - q0 * p;
+    if (m0 + x.width() <= p) {
+      out.push_back({{q0, q0 + n}, {m0, m0 + x.width()}});
+    } else {  // each row runs into the next period
+      out.push_back({{q0, q0 + n}, {m0, p}});
+      out.push_back({{q0 + 1, q0 + n + 1}, {0, m0 + x.width() - p}});
+    }
+  }
+}
+
+// The boxes of ranges a box becomes (appended to `out`).
+void cells_of(const Box& b, const Periods& periods, std::vector<Cells>& out) {
+  boost::container::small_vector<Split, 6> splits(b.size());
+  for (std::size_t r = 0; r < b.size(); ++r) {
+    if (periods[r] == 0) splits[r].push_back({b[r].span(), {0, 1}});
+    else split_rows(b[r], periods[r], splits[r]);
+  }
+  boost::container::small_vector<std::size_t, 6> at(b.size(), 0);
+  for (;;) {
+    Cells& c = out.emplace_back();
+    for (std::size_t r = 0; r < b.size(); ++r) {
+      c.push_back(splits[r][at[r]].first);
+      if (periods[r] != 0) c.push_back(splits[r][at[r]].second);
+    }
+    std::size_t r = at.size();
+    while (r > 0 && ++at[r - 1] == splits[r - 1].size()) at[--r] = 0;
+    if (r == 0) return;
+  }
+}
+
+// The box of rows a box of ranges is.
+Box box_of_cells(const Cells& c, const Periods& periods) {
+  Box b(periods.size());
+  std::size_t k = 0;
+  for (std::size_t r = 0; r < periods.size(); ++r) {
+    if (periods[r] == 0) {
+      b[r] = c[k++];
+      continue;
+    }
+    const Interval q = c[k++], m = c[k++];
+    b[r] = normal({q.from * periods[r] + m.from, q.from * periods[r] + m.to, periods[r], q.size()});
+  }
+  return b;
+}
+
+// The number of elements in a union of non-empty boxes of rows.
+Wide union_size(const std::vector<const Box*>& boxes) {
+  const Periods periods = periods_of(boxes);
+  if (boxes.size() == 1 && std::all_of(boxes[0]->begin(), boxes[0]->end(), [](const Rows& x) { return x.range(); })) {
+    Wide n = 1;
+    for (const Rows& x : *boxes[0]) n *= x.size();
+    return n;
+  }
+  std::vector<Cells> cells;
+  for (const Box* b : boxes) cells_of(*b, periods, cells);
+  std::vector<const Cells*> u;
+  for (const Cells& c : cells) u.push_back(&c);
+  return cells_union_size(u);
 }
 
 // The parts of one slot, in phases. Readers and writers of the tensor that run at once
@@ -356,10 +612,12 @@ NodeParts parts_below(const Schedule& sched, std::uint32_t storage, const std::v
   return out;
 }
 
-void box_of(const Schedule& sched, const NodeParts& node, const Part& part, const LeafPoints& w, Box& b) {
-  if (!image_of(*part.tensor, w, b))
+// The boxes of a part's points (appended to `b`).
+void box_of(const Schedule& sched, const NodeParts& node, const Part& part, const LeafPoints& w, std::vector<Box>& b) {
+  if (!images_of(*part.tensor, w, b))
     throw NotClosed{"the tile of tensor '" + sched.tensors[std::size_t(part.tensor->tensor)].name + "' in Einsum '" +
-                    node.leaves[part.leaf]->einsum + "' is not a box (a strided or shared index)"};
+                    node.leaves[part.leaf]->einsum + "' is not a box or box lattice (a variable feeding two ranks, "
+                    "or strides that do not nest)"};
 }
 
 // The fills of an interleaved slot over one whole window (outer digits from
@@ -386,7 +644,7 @@ Wide interleaved_fills(const Schedule& sched, const NodeParts& node, const Slot&
                                                : all_digits(leaf.time_levels[l]);
     LeafPoints w;
     leaf_points(leaf, digits, -1, w);
-    if (!w.empty) box_of(sched, node, p, w, boxes.emplace_back());
+    if (!w.empty) box_of(sched, node, p, w, boxes);
   };
   for (;;) {
     if (--budget < 0) throw NotClosed{"the loops shared by a writer and a reader run more than 2^20 iterations"};
@@ -446,7 +704,7 @@ void cut_window_boxes(const Schedule& sched, const NodeParts& node, const Slot& 
       LeafPoints w;
       leaf_points(*node.leaves[part.leaf], d, -1, w);
       if (w.empty) continue;
-      box_of(sched, node, part, w, boxes[p].emplace_back());
+      box_of(sched, node, part, w, boxes[p]);
     }
   }
 }
@@ -462,15 +720,31 @@ void boxes_in(const Schedule& sched, const NodeParts& node, const Slot& slot, co
     if (part.write != writes) continue;
     for (const DigitBox& d : iterations_in(*node.leaves[part.leaf], range)) {
       leaf_points(*node.leaves[part.leaf], d, -1, w);
-      if (!w.empty) box_of(sched, node, part, w, out.emplace_back());
+      if (!w.empty) box_of(sched, node, part, w, out);
     }
   }
 }
 
-// pieces -= e: each piece less the box e, as at most two boxes per rank (`cut`: scratch).
-void subtract_box(std::vector<Box>& pieces, const Box& e, std::vector<Box>& cut) {
+bool live(const Box& b) {
+  return std::none_of(b.begin(), b.end(), [](const Rows& s) { return s.empty(); });
+}
+
+// The split (per rank, the period of its rows) the live boxes of some sets share: set
+// operations on boxes of rows are those on boxes of ranges with each lattice rank split
+// in (row, place in the row), where a box is a product of ranges again.
+Periods periods_of_sets(std::initializer_list<const std::vector<Box>*> sets) {
+  std::vector<const Box*> u;
+  for (const std::vector<Box>* set : sets)
+    for (const Box& b : *set)
+      if (live(b)) u.push_back(&b);
+  return periods_of(u);
+}
+
+// pieces -= e, boxes split alike: each piece less the box e, as at most two boxes per
+// coordinate (`cut`: scratch).
+void subtract_cells(std::vector<Cells>& pieces, const Cells& e, std::vector<Cells>& cut) {
   cut.clear();
-  for (Box rest : pieces) {
+  for (Cells rest : pieces) {
     bool overlap = true;
     for (std::size_t r = 0; r < rest.size() && overlap; ++r)
       overlap = overlaps(rest[r], e[r]);
@@ -495,30 +769,59 @@ void subtract_box(std::vector<Box>& pieces, const Box& e, std::vector<Box>& cut)
   pieces.swap(cut);
 }
 
-// The elements in both boxes, in `out`; false when none.
-bool intersect_into(const Box& a, const Box& b, Box& out) {
-  out.resize(a.size());
-  for (std::size_t r = 0; r < a.size(); ++r)
-    if ((out[r] = intersect(a[r], b[r])).empty()) return false;
-  return true;
+// The elements of the boxes `from` in none of the boxes of `minus`, as boxes of ranges
+// or rows (appended to `out`), subtracted in split coordinates.
+void subtract_boxes(const std::vector<Box>& from, std::initializer_list<const std::vector<Box>*> minus,
+                    std::vector<Box>& out) {
+  if (std::none_of(from.begin(), from.end(), live)) return;
+  std::vector<const std::vector<Box>*> sets{&from};
+  sets.insert(sets.end(), minus.begin(), minus.end());
+  std::vector<const Box*> u;
+  for (const std::vector<Box>* set : sets)
+    for (const Box& b : *set)
+      if (live(b)) u.push_back(&b);
+  const Periods periods = periods_of(u);
+  std::vector<Cells> less, pieces, cut;
+  for (const std::vector<Box>* set : minus)
+    for (const Box& b : *set)
+      if (live(b)) cells_of(b, periods, less);
+  for (const Box& b : from) {
+    if (!live(b)) continue;
+    pieces.clear();
+    cells_of(b, periods, pieces);
+    for (const Cells& e : less) subtract_cells(pieces, e, cut);
+    for (const Cells& c : pieces) out.push_back(box_of_cells(c, periods));
+  }
 }
 
-// The pairwise intersections of two unions of boxes: their intersection.
+// The intersection of two unions of boxes (pairwise, in split coordinates), as boxes
+// of ranges or rows.
 std::vector<Box> intersection_of(const std::vector<Box>& a, const std::vector<Box>& b) {
   std::vector<Box> out;
-  Box x;
-  for (const Box& p : a)
-    for (const Box& q : b)
-      if (intersect_into(p, q, x)) out.push_back(x);
+  if (std::none_of(a.begin(), a.end(), live) || std::none_of(b.begin(), b.end(), live)) return out;
+  const Periods periods = periods_of_sets({&a, &b});
+  std::vector<Cells> ca, cb;
+  for (const Box& x : a)
+    if (live(x)) cells_of(x, periods, ca);
+  for (const Box& x : b)
+    if (live(x)) cells_of(x, periods, cb);
+  Cells x;
+  for (const Cells& p : ca)
+    for (const Cells& q : cb) {
+      x.resize(p.size());
+      bool some = true;
+      for (std::size_t r = 0; r < p.size() && some; ++r) some = !(x[r] = intersect(p[r], q[r])).empty();
+      if (some) out.push_back(box_of_cells(x, periods));
+    }
   return out;
 }
 
-// The number of elements in the union of some unions of boxes.
+// The number of elements in the union of some unions of boxes (lattice-aware).
 Wide size_of(std::initializer_list<const std::vector<Box>*> sets) {
   std::vector<const Box*> u;
   for (const std::vector<Box>* set : sets)
     for (const Box& b : *set)
-      if (std::none_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) u.push_back(&b);
+      if (live(b)) u.push_back(&b);
   return u.empty() ? 0 : union_size(u);
 }
 
@@ -575,17 +878,10 @@ class FirstReads {
   const std::string& tensor_;
   std::vector<Box>* sets_;
   std::int64_t from_ = 0;
-  std::vector<Box> pieces_, cut_;
 
   // A stretch counted: its elements, rb less ra and wa, to `sets`.
   Wide take(Wide n, const std::vector<Box>& rb, const std::vector<Box>& ra, const std::vector<Box>& wa) {
-    if (!sets_) return n;
-    for (const Box& b : rb) {
-      pieces_.assign(1, b);
-      for (const std::vector<Box>* minus : {&ra, &wa})
-        for (const Box& e : *minus) subtract_box(pieces_, e, cut_);
-      sets_->insert(sets_->end(), pieces_.begin(), pieces_.end());
-    }
+    if (sets_) subtract_boxes(rb, {&ra, &wa}, *sets_);
     return n;
   }
 };
@@ -694,7 +990,7 @@ class NodeCounter {
         const LeafPoints& w = at_[part.leaf];
         run = std::min(run, w.run);
         if (w.empty) continue;
-        box_of(sched_, parts_, part, w, boxes_[p].emplace_back());
+        box_of(sched_, parts_, part, w, boxes_[p]);
         Box delta(boxes_[p].front().size());  // rank r moves by coefficient x step
         for (std::size_t r = 0; r < delta.size(); ++r)
           delta[r].from = w.moving < 0 ? 0 : part.tensor->coefficients[r][std::size_t(w.moving)] * w.step;
@@ -803,7 +1099,7 @@ bool leaf_points_at(const LeafSchedule& leaf, TimeOdometer& o, std::int64_t t, L
   LeafPoints w;
   leaf_points(leaf, digits, -1, w);
   if (w.empty) return false;
-  ranges.assign(w.range.begin(), w.range.end());
+  ranges_of(leaf, w, ranges);
   return true;
 }
 
@@ -819,7 +1115,7 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
   for (const DigitBox& d : boxes) {
     leaf_points(leaf, d, -1, w);
     if (w.empty) continue;
-    out.boxes.emplace_back(w.range.begin(), w.range.end());
+    ranges_of(leaf, w, out.boxes.emplace_back());
     // Per level, the digits whose iterations touch something are a prefix of the box's
     // (a later sub-tile starts later: past its parent's end the tiles are empty). The
     // first iteration of a box that touches anything is its first; its last one is
@@ -843,9 +1139,11 @@ bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch
 }
 
 bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box) {
-  LeafPoints w;
-  w.range.assign(ranges.begin(), ranges.end());
-  return image_of(t, w, box);
+  boost::container::small_vector<Rows, 8> points(ranges.begin(), ranges.end());
+  boost::container::small_vector<const Rows*, 8> choice;
+  for (const Rows& x : points) choice.push_back(&x);
+  return image_of(t, choice, box) &&
+         std::all_of(box.begin(), box.end(), [](const Rows& x) { return x.range(); });
 }
 
 NodeTotals closed_form_node(const Schedule& sched, std::uint32_t storage, const std::vector<std::uint32_t>& tensors,
@@ -874,7 +1172,7 @@ struct SlotWindows::Impl {
       whole_window(parts, node->time_levels.size(), -1, walk.starts(), at);
       boxes.assign(slot.parts.size(), {});
       for (std::size_t p = 0; p < slot.parts.size(); ++p)
-        if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p].emplace_back());
+        if (!at[slot.parts[p].leaf].empty) box_of(*sched, parts, slot.parts[p], at[slot.parts[p].leaf], boxes[p]);
     } else {
       std::vector<std::vector<DigitBox>> iterations(parts.leaves.size());
       for (std::size_t i = 0; i < parts.leaves.size(); ++i) iterations[i] = iterations_in(*parts.leaves[i], window);
@@ -889,7 +1187,12 @@ struct SlotWindows::Impl {
       if (read_back) add_read_backs(slot);
       return;
     }
-    // Fills: what each reading phase touches less what any earlier phase touched.
+    // Fills: what each reading phase touches less what any earlier phase touched, with
+    // each lattice rank split in two (Cells), then back to boxes of rows.
+    all.clear();
+    for (const auto& b : boxes)
+      for (const Box& x : b) all.push_back(&x);
+    const Periods periods = periods_of(all);
     std::size_t p = 0;
     for (std::size_t phase = 0; phase < slot.phase_end.size(); ++phase) {
       const std::size_t first = p;
@@ -898,38 +1201,37 @@ struct SlotWindows::Impl {
           if (slot.parts[p].write) {
             drains.push_back(b);
           } else {
-            pieces.assign(1, b);
-            for (const Box& e : earlier) subtract(e);
-            fills.insert(fills.end(), pieces.begin(), pieces.end());
+            pieces.clear();
+            cells_of(b, periods, pieces);
+            for (const Cells& e : earlier) subtract(e);
+            for (const Cells& c : pieces) fills.push_back(box_of_cells(c, periods));
           }
         }
-      for (std::size_t q = first; q < p; ++q) earlier.insert(earlier.end(), boxes[q].begin(), boxes[q].end());
+      for (std::size_t q = first; q < p; ++q)
+        for (const Box& b : boxes[q]) cells_of(b, periods, earlier);
     }
     if (read_back) add_read_backs(slot);
   }
   // Partial sums: the elements the window writes first (its drains less its fills)
   // that the node's earlier windows drained (the writers' boxes from the start of
-  // the trace) are read back too, with the fills.
+  // the trace) are read back too, with the fills; subtracted and intersected with each
+  // lattice rank split in row and place.
   void add_read_backs(const Slot& slot) {
     if (drains.empty()) return;
     boxes_in(*sched, parts, slot, {clip.from, window.from}, true, before);
     if (before.empty()) return;
-    const std::size_t filled = fills.size();
-    Box x;
-    for (const Box& d : drains) {
-      pieces.assign(1, d);
-      for (std::size_t f = 0; f < filled; ++f) subtract(fills[f]);
-      for (const Box& p : pieces)
-        for (const Box& b : before)
-          if (intersect_into(p, b, x)) fills.push_back(x);
-    }
+    written_first.clear();
+    subtract_boxes(drains, {&fills}, written_first);
+    const std::vector<Box> back = intersection_of(written_first, before);
+    fills.insert(fills.end(), back.begin(), back.end());
   }
   bool read_back = false;
   TimeRange clip;
   std::uint32_t tensor = 0;
-  std::vector<Box> before;
-  std::vector<Box> earlier, pieces, cut;
-  void subtract(const Box& e) { subtract_box(pieces, e, cut); }
+  std::vector<Box> before, written_first;
+  std::vector<const Box*> all;
+  std::vector<Cells> earlier, pieces, cut;
+  void subtract(const Cells& e) { subtract_cells(pieces, e, cut); }
 };
 
 SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint32_t tensor,
@@ -945,35 +1247,62 @@ SlotWindows::SlotWindows(const Schedule& sched, std::uint32_t storage, std::uint
   m.tensor = tensor;
   // Phases one after the other: a reader's fills are its boxes less the earlier
   // phases'. Interleaved under shared loops or running at once, FirstReads gives them.
-  // Transfers stream: a window found not to be a box half-way would be too late to
-  // enumerate instead, so what could fail in some window is refused here.
+  // Transfers stream: a window found not to be a union of boxes of rows half-way would
+  // be too late to enumerate instead, so what could fail in some window is refused here.
+  const std::size_t outer = m.node->time_levels.size();
+  // Loops inside take some digits where a window may be cut, where FirstReads halves a
+  // window's time (a writer and a reader interleaved or at once), and for read-backs.
+  const Slot& slot = m.parts.slots.front();
+  const bool cut = clip.from > 0 || clip.to < sched.n_timesteps || slot.concurrent || slot.interleaved();
+  std::vector<Periods> strides(sched.tensors[tensor].ranks.size());  // per rank, the lattices' strides
   for (const Part& part : m.parts.slots.front().parts) {
     const LeafSchedule& leaf = *m.parts.leaves[part.leaf];
+    const std::string in = " in Einsum '" + leaf.einsum + "'";
+    // Per variable, the stride of its lattices (0: it has none): the tiles of a loop
+    // that may take several of its digits, cut again by a loop inside it that may take
+    // some (a !Temporal loop above the node takes one per window).
+    std::vector<std::int64_t> lattice(leaf.variables.size(), 0);
+    std::vector<bool> some_after(leaf.variables.size(), false);  // a loop inside may take some digits
+    for (std::size_t i = leaf.loops.size(); i-- > 0;) {
+      const LoopLevel& l = leaf.loops[i];
+      if (l.variable < 0 || l.count <= 1) continue;
+      const auto v = std::size_t(l.variable);
+      const bool inside = !l.spatial && std::size_t(l.time_level) >= outer;
+      if ((l.spatial || inside) && some_after[v]) {  // may take several digits, then cut again
+        if (lattice[v] != 0)
+          throw NotClosed{"rank variable '" + leaf.variables[v] + "' may be cut into strided tiles twice" + in};
+        lattice[v] = l.tile_shape;
+      }
+      if (!l.spatial && (!inside || cut)) some_after[v] = true;
+    }
     std::vector<int> ranks_of(leaf.variables.size(), 0);
     for (std::size_t r = 0; r < part.tensor->coefficients.size(); ++r) {
-      int terms = 0;
-      bool unit = true;
+      int strided = 0;
       for (std::size_t v = 0; v < leaf.variables.size(); ++v)
         if (const std::int64_t c = part.tensor->coefficients[r][v]; c != 0) {
-          ++terms, ++ranks_of[v];
-          unit = unit && (c == 1 || c == -1);
+          ++ranks_of[v];
+          const std::int64_t a = c < 0 ? -c : c;
+          if (a != 1 && lattice[v] != 0)
+            throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read with a strided index of a strided "
+                            "tile" + in};
+          if (a == 1 && lattice[v] == 0) continue;
+          ++strided;
+          strides[r].push_back(a != 1 ? a : lattice[v]);
         }
-      if (!unit)
-        throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read with a strided index in Einsum '" +
-                        leaf.einsum + "'"};
+      if (strided > 1)
+        throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read with two strided terms in one rank" + in};
     }
     for (std::size_t v = 0; v < ranks_of.size(); ++v)
       if (ranks_of[v] > 1)
         throw NotClosed{"rank variable '" + leaf.variables[v] + "' indexes two ranks of tensor '" +
-                        sched.tensors[tensor].name + "' in Einsum '" + leaf.einsum + "'"};
-    std::vector<bool> split(leaf.variables.size(), false);
-    for (const LoopLevel& l : leaf.loops) {
-      if (l.variable < 0) continue;
-      if (l.spatial && l.count > 1) split[std::size_t(l.variable)] = true;
-      else if (!l.spatial && split[std::size_t(l.variable)])
-        throw NotClosed{"a !Spatial loop over '" + leaf.variables[std::size_t(l.variable)] +
-                        "' is tiled again by a !Temporal loop inside it"};
-    }
+                        sched.tensors[tensor].name + "'" + in};
+  }
+  for (const Periods& r : strides) {  // as periods_of will find them
+    std::int64_t l = 1;
+    for (std::int64_t x : r) l = std::lcm(l, x);
+    for (std::int64_t x : r)
+      if (l / x > kMaxPeriodSplit)
+        throw NotClosed{"tensor '" + sched.tensors[tensor].name + "' is read at strides of no small common multiple"};
   }
   m.walk = WindowWalk(m.node->starts(), m.node->duration, clip);
   // The first window that ends at or after `from` (its drains are at its end).
@@ -1001,7 +1330,7 @@ namespace looptrace::movement_boxes {
 std::int64_t union_elements(const std::vector<Box>& boxes) {
   std::vector<const Box*> live;
   for (const Box& b : boxes)
-    if (std::none_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) live.push_back(&b);
+    if (std::none_of(b.begin(), b.end(), [](const Rows& s) { return s.empty(); })) live.push_back(&b);
   return live.empty() ? 0 : narrowed(union_size(live));
 }
 

@@ -2,10 +2,12 @@
 // A window of Storage node S fixes the digits of the temporal loops above S; each leaf
 // below S then runs every iteration of the loops inside S, so the points it touches in
 // the window are a box (per rank variable, the tile the outer digits give, widened to
-// the union of its inner sub-tiles), and their image in a tensor is a box too when each
-// rank's projection of its variables has no gaps. A window's tile is the union of its
-// leaves' boxes, counted by inclusion-exclusion; its fills are the elements of reading
-// leaves not touched by an earlier leaf; its drains the union of the writers' boxes.
+// the union of its inner sub-tiles) or a few box lattices (a !Spatial split tiled again
+// in time: the same sub-tile of every instance's chunk, rows at the chunk's stride),
+// and their image in a tensor is a box of ranges or rows too (a strided index gives
+// rows). A window's tile is the union of its leaves' boxes, counted slab by slab with
+// each lattice rank split in (row, place in the row); its fills are the elements of
+// reading leaves not touched by an earlier leaf; its drains the union of the writers'.
 // Windows are an odometer over the outer loops: along the innermost one, full-stride
 // tiles translate every box alike, so a run of them moves the same amounts and is
 // counted once. A window cut by the traced window (at most two per node) is the union
@@ -29,15 +31,35 @@
 
 namespace looptrace::movement_boxes {
 
-// A node whose tiles are not unions of boxes in time order (a strided image, a spatial
-// split of a variable that a later outer loop tiles again, too many steps to order the
-// reads and writes of one tensor): the caller enumerates it.
+// A node whose tiles are not unions of boxes and box lattices in time order (a rank
+// whose lattices have strides of no small common multiple, a variable feeding two
+// ranks, too many steps to order the reads and writes of one tensor): the caller
+// enumerates it.
 struct NotClosed {
   std::string reason;
 };
 
-// A box of a tensor's elements: per rank, a range of coordinates.
-using Box = boost::container::small_vector<Interval, 6>;
+// Coordinates along one rank: the rows [from + stride*i, to + stride*i) for i in
+// [0, count). A range when count is 1; else 0 < to - from < stride (rows apart).
+struct Rows {
+  std::int64_t from = 0, to = 0, stride = 0, count = 1;
+
+  Rows() = default;
+  Rows(std::int64_t f, std::int64_t t, std::int64_t s = 0, std::int64_t n = 1) : from(f), to(t), stride(s), count(n) {}
+  Rows(const Interval& i) : from(i.from), to(i.to) {}  // NOLINT: a range is one row
+
+  bool empty() const { return from >= to || count <= 0; }
+  bool range() const { return count == 1; }
+  std::int64_t width() const { return from < to ? to - from : 0; }
+  std::int64_t size() const { return width() * count; }  // the coordinates
+  Interval row(std::int64_t i) const { return {from + stride * i, to + stride * i}; }
+  Interval span() const { return {from, to + stride * (count - 1)}; }  // from the first to the last
+  friend bool operator==(const Rows&, const Rows&) = default;
+};
+
+// A box of a tensor's elements: per rank, a range of coordinates or rows of them (a
+// box lattice: a box repeated at a stride).
+using Box = boost::container::small_vector<Rows, 6>;
 
 // One window: its tile, fills and drains.
 struct WindowTally {
@@ -95,22 +117,25 @@ struct LeafStretch {
 };
 bool leaf_points_in(const LeafSchedule& leaf, const TimeRange& clip, LeafStretch& out);
 
-// The elements of tensor access `t` that those points touch, as a box; false when they
-// are not one (a strided image).
+// The elements of tensor access `t` that those points touch, as a box of ranges; false
+// when they are not one (a strided image).
 bool image_box(const LeafTensor& t, const LeafRanges& ranges, Box& box);
 
 // The number of elements in the union of `boxes` (empty ones allowed). Throws NotClosed
-// past 64 distinct boxes, SpecError past 2^63 - 1.
+// past 64 distinct boxes (a lattice counting as its pieces), or where one rank's
+// lattices have strides of no common multiple up to 2^20; SpecError past 2^63 - 1.
 std::int64_t union_elements(const std::vector<Box>& boxes);
 
 // The windows of one (Storage node, tensor) in time order, each with the elements it
-// fills and drains as boxes of the tensor (boxes of one set may overlap: their union is
-// the set), for transfer traces. Windows are clipped to `clip`; `from` skips the
-// windows that end before it. With `partial_sums` (and a parent for the tensor), the
-// fills also hold what a window writes first that an earlier window (from clip.from)
-// drained: the read-backs. Throws NotClosed where a set is not a union of boxes (a tile
-// that is not a box, a writer and a reader interleaved under shared loops or running
-// at the same time).
+// fills and drains as boxes of the tensor, ranks of ranges or of rows (boxes of one set
+// may overlap: their union is the set), for transfer traces. Windows are clipped to
+// `clip`; `from` skips the windows that end before it. With `partial_sums` (and a
+// parent for the tensor), the fills also hold what a window writes first that an
+// earlier window (from clip.from) drained: the read-backs. Where a writer and a reader
+// interleave under loops inside the node or run at the same time, the fills come from
+// the halving of time (FirstReads). The constructor throws NotClosed where some
+// window's sets might not be such boxes (a variable feeding two ranks, lattices that
+// might not nest), so that no window fails half-way through the stream.
 class SlotWindows {
  public:
   SlotWindows(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,

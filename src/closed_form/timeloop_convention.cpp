@@ -18,8 +18,17 @@ namespace looptrace {
 namespace {
 
 using Wide = __int128;
-using movement_boxes::Box;
 using movement_boxes::LeafRanges;
+// Hulls and tiles here are boxes of ranges (image_box gives no lattice rows).
+using Box = boost::container::small_vector<Interval, 6>;
+
+// A box of ranges as movement_boxes' boxes (ranks of ranges or rows) and back.
+movement_boxes::Box rows_of(const Box& b) { return movement_boxes::Box(b.begin(), b.end()); }
+Box ranges_of_rows(const movement_boxes::Box& b) {
+  Box out;
+  for (const movement_boxes::Rows& x : b) out.push_back(Interval{x.from, x.to});  // all ranges (image_box)
+  return out;
+}
 
 // Box evaluations one (node, tensor) may take before it is refused.
 constexpr std::int64_t kBudget = std::int64_t(1) << 24;
@@ -102,10 +111,10 @@ Box hull_tile_of(const LeafSchedule& leaf, const LeafTensor& t, const Digits& di
 // leaf runs nothing there.
 Box tile_of(const LeafSchedule& leaf, const LeafTensor& t, const Digits& digits) {
   LeafRanges r;
-  Box box;
-  if (!ranges_of(leaf, digits, leaf.loops.size(), r, &t)) return box;
+  movement_boxes::Box box;
+  if (!ranges_of(leaf, digits, leaf.loops.size(), r, &t)) return {};
   if (!movement_boxes::image_box(t, r, box)) throw Unclosed{"a tile of the tensor is not a box (a strided index)"};
-  return box;
+  return ranges_of_rows(box);
 }
 
 Wide size_of(const Box& b) {
@@ -195,9 +204,9 @@ struct PerInstanceWalk {
       if (++evaluations > kBudget) throw Unclosed{"more than 2^24 distinct windows and instances"};
       std::vector<Box> boxes;
       for (const Part& p : parts) boxes.push_back(tile_of(*p.leaf, *p.access, digits));
-      std::vector<Box> live;
+      std::vector<movement_boxes::Box> live;
       for (const Box& b : boxes)
-        if (size_of(b) > 0) live.push_back(b);
+        if (size_of(b) > 0) live.push_back(rows_of(b));
       const std::int64_t tile = live.empty() ? 0 : movement_boxes::union_elements(live);
       max_tile = std::max(max_tile, tile);
       if (reads) fills += weight * tile;

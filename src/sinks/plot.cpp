@@ -537,7 +537,7 @@ class PlotBuilder {
                                   std::int64_t a, std::int64_t b) {
     using Wide = __int128;
     if (panel.rank >= 0) {  // y is one rank's coordinate: the other ranks multiply
-      Wide n = intersect(box[std::size_t(panel.rank)], Interval{a, b}).size();
+      Wide n = intersect(box[std::size_t(panel.rank)].span(), Interval{a, b}).size();
       for (std::size_t k = 0; k < box.size(); ++k)
         if (int(k) != panel.rank) n *= box[k].size();
       return std::int64_t(std::min<Wide>(n, std::numeric_limits<std::int64_t>::max()));

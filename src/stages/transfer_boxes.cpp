@@ -18,11 +18,14 @@ namespace {
 constexpr std::size_t kBatch = 4096;
 
 // The lines of one box of a tensor's layout digits (TensorLayout::digits, address
-// order) in ascending order. A run is the box's elements with the digits before
-// `inner` fixed: contiguous, since every digit after `inner` is whole.
+// order) in ascending order; a digit takes a range, or rows of one (a lattice). A run
+// is the box's elements with the digits before `inner` fixed, and one row of it:
+// contiguous, since every digit after `inner` is whole.
 struct LineStream {
-  boost::container::small_vector<Interval, 12> box;  // per digit (2 per blocked rank)
+  boost::container::small_vector<mb::Rows, 12> box;  // per digit (2 per blocked rank)
   boost::container::small_vector<std::int64_t, 12> coord;  // of the digits before `inner`
+  boost::container::small_vector<std::int64_t, 12> row;   // the row each of them is in
+  std::int64_t inner_row = 0;                             // the row of `inner` the run is
   std::size_t inner = 0;
   const std::vector<LayoutDigit>* digits = nullptr;
   std::uint64_t base = 0, size = 1, line = 64;
@@ -34,9 +37,11 @@ struct LineStream {
   void start() {
     const std::size_t ranks = box.size();
     inner = ranks == 0 ? 0 : ranks - 1;
-    while (inner > 0 && box[inner].from == 0 && box[inner].to == (*digits)[inner].extent) --inner;
+    while (inner > 0 && box[inner].range() && box[inner].from == 0 && box[inner].to == (*digits)[inner].extent) --inner;
     coord.resize(inner);
+    row.assign(inner, 0);
     for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].from;
+    inner_row = 0;
     done = false;
     if (!load()) next_run();
   }
@@ -45,8 +50,9 @@ struct LineStream {
     std::uint64_t e0 = 0, n = 1;
     for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * (*digits)[r].stride;
     if (!box.empty()) {
-      e0 += std::uint64_t(box[inner].from) * (*digits)[inner].stride;
-      n = std::uint64_t(box[inner].to - box[inner].from) * (*digits)[inner].stride;
+      const Interval at = box[inner].row(inner_row);
+      e0 += std::uint64_t(at.from) * (*digits)[inner].stride;
+      n = std::uint64_t(at.to - at.from) * (*digits)[inner].stride;
     }
     const std::uint64_t a0 = base + e0 * size, a1 = base + (e0 + n) * size - 1;
     cur = std::max(a0 / line, floor);
@@ -55,10 +61,20 @@ struct LineStream {
   }
   void next_run() {
     for (;;) {
+      if (!box.empty() && ++inner_row < box[inner].count) {
+        if (load()) return;
+        continue;
+      }
+      inner_row = 0;
       std::size_t r = inner;
-      while (r > 0) {  // the odometer over the ranks before `inner`
-        if (++coord[r - 1] < box[r - 1].to) break;
-        coord[r - 1] = box[r - 1].from;
+      while (r > 0) {  // the odometer over the digits before `inner`, row by row
+        const mb::Rows& b = box[r - 1];
+        if (++coord[r - 1] < b.row(row[r - 1]).to) break;
+        if (++row[r - 1] < b.count) {
+          coord[r - 1] = b.row(row[r - 1]).from;
+          break;
+        }
+        row[r - 1] = 0, coord[r - 1] = b.from;
         --r;
       }
       if (r == 0) {
@@ -80,7 +96,8 @@ struct LineStream {
 // Along a blocked rank, a box's span is a partial first block, the whole blocks and a
 // partial last block: each a span of block indices and one inside the block.
 struct Piece {
-  Interval outer, inner;
+  mb::Rows outer;
+  Interval inner;
 };
 
 struct Cursor {
@@ -113,21 +130,41 @@ struct BoxTransfers::Impl {
   bool kept(std::int64_t t) const {
     return t >= options.report.from && (t < options.report.to || (t == options.report.to && options.report_end));
   }
-  // A box of the tensor is a union of boxes of its layout's digits (Piece).
+  // A box of the tensor is a union of boxes of its layout's digits (Piece); the rows of
+  // a lattice rank that is blocked, one such box per row.
   void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c) {
     const TensorLayout& layout = addresses.layouts[c.tensor];
     for (const mb::Box& b : boxes) {
-      if (std::any_of(b.begin(), b.end(), [](const Interval& s) { return s.empty(); })) continue;
-      pieces.clear();
-      counts.clear();
-      for (std::uint32_t r = 0; r < b.size(); ++r) split(b[r], layout.block(r));
-      choice.assign(b.size(), 0);
+      if (std::any_of(b.begin(), b.end(), [](const mb::Rows& s) { return s.empty(); })) continue;
+      row.assign(b.size(), 0);
       for (;;) {
-        add_stream(layout, write, c);
+        add_box(b, layout, write, c);
         std::size_t r = b.size();
-        while (r > 0 && ++choice[r - 1] == counts[r - 1]) choice[--r] = 0;
+        while (r > 0 && (layout.block(std::uint32_t(r - 1)) == 1 || ++row[r - 1] == b[r - 1].count)) row[--r] = 0;
         if (r == 0) break;
       }
+    }
+  }
+  std::vector<std::int64_t> row;  // add(): the row of each blocked rank
+  void add_box(const mb::Box& b, const TensorLayout& layout, bool write, const Cursor& c) {
+    pieces.clear();
+    counts.clear();
+    for (std::uint32_t r = 0; r < b.size(); ++r) {
+      if (layout.block(r) == 1) {
+        starts.resize(counts.size() + 1);
+        starts[counts.size()] = pieces.size();
+        pieces.push_back({b[r], {0, 1}});
+        counts.push_back(1);
+      } else {
+        split(b[r].row(row[r]), layout.block(r));
+      }
+    }
+    choice.assign(b.size(), 0);
+    for (;;) {
+      add_stream(layout, write, c);
+      std::size_t r = b.size();
+      while (r > 0 && ++choice[r - 1] == counts[r - 1]) choice[--r] = 0;
+      if (r == 0) break;
     }
   }
   void split(const Interval& s, std::int64_t block) {
@@ -151,7 +188,7 @@ struct BoxTransfers::Impl {
     st.box.clear();
     for (const LayoutDigit& d : layout.digits()) {
       const Piece& p = pieces[starts[d.rank] + choice[d.rank]];
-      st.box.push_back(d.inner ? p.inner : p.outer);
+      st.box.push_back(d.inner ? mb::Rows(p.inner) : p.outer);
     }
     st.digits = &layout.digits();
     st.base = layout.base, st.size = layout.bytes, st.line = options.line_bytes;

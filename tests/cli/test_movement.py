@@ -427,8 +427,49 @@ def test_registers_per_einsum():
           "half the size does not fit, over by 8 bits x 16384 (%r)" % (reg.get("capacity", r.stderr[-300:]),))
 
 
+def test_lattices_in_closed_form():
+    # B[x] = A[x], x < 8: 4 PEs take 2 each and walk them in time, Buf inside: each
+    # window's tile is {j, j + 2, j + 4, j + 6}, 2 windows. And O[p] = I[2p + r] with one
+    # r per window: I's tiles {0, 2, .., 14}, {1, 3, .., 15}. Both in closed form, as the
+    # enumeration counts them, and their transfers the same bytes.
+    retiled = write("retiled.yaml", """workload:
+  iteration_space_shape: {x: 0 <= x < 8}
+  einsums: ["B[x] = A[x]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [A, B]}
+  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
+  - !Temporal {rank_variable: x, tile_shape: 1}
+  - !Storage {component: Buf, tensors: [A, B]}
+  - !Compute {einsum: B}
+""")
+    strided = write("strided.yaml", """workload:
+  iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 2}
+  einsums: ["O[p] = I[X: 2*p + r] * W[r]"]
+mapping:
+  nodes:
+  - !Storage {component: DRAM, tensors: [I, W, O]}
+  - !Temporal {rank_variable: r, tile_shape: 1}
+  - !Storage {component: Buf, tensors: [I, W, O]}
+  - !Temporal {rank_variable: p, tile_shape: 1}
+  - !Compute {einsum: O}
+""")
+    for spec, tensor, want in ((retiled, "A", (False, 2, 4, 8, 0)), (strided, "I", (False, 2, 8, 16, 0))):
+        report = movement(spec)
+        check(report.get("method") == "closed-form" and report.get("enumerated") == [],
+              "%s in closed form, nothing enumerated: %r" % (os.path.basename(spec), report.get("enumerated")))
+        counts, _ = table(report)
+        check(counts.get("Buf", {}).get(tensor) == want, "Buf %s: %r" % (tensor, counts.get("Buf", {}).get(tensor)))
+        check(report == dict(movement(spec, "--method", "enumerate"), method="closed-form"),
+              "%s: the enumeration gives the same report" % os.path.basename(spec))
+        r = run("transfers", spec, "--level", "DRAM", "--line-bytes", "1")
+        e = run("transfers", spec, "--level", "DRAM", "--line-bytes", "1", "--method", "enumerate")
+        check(r.returncode == 0 and r.stderr == "" and r.stdout == e.stdout and r.stdout,
+              "%s: transfers from the boxes, byte for byte (%r)" % (os.path.basename(spec), r.stderr))
+
+
 def main():
-    return harness.main((test_empty_notes, test_registers_per_einsum, test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
+    return harness.main((test_lattices_in_closed_form, test_empty_notes, test_registers_per_einsum, test_worked_example, test_cut_windows, test_tensor_filter_drops_levels, test_text,
                          test_errors, test_worked_example_transfers, test_simulator_formats,
                          test_shards_concatenate, test_head, test_transfer_model_example))
 

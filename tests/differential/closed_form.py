@@ -215,8 +215,10 @@ def main():
     ap = run.case_arguments(60, 7, "/tmp/closedformfail")
     ap.add_argument("--spatial", type=float, default=run.generate.OPTIONS["spatial"],
                     help="probability that a generated loop is spatial")
+    run.add_lattice_arguments(ap)
     a = ap.parse_args()
     run.generate.OPTIONS["spatial"] = a.spatial
+    run.set_lattice_options(a)
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     seeds = run.case_seeds(a)

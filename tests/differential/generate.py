@@ -18,7 +18,10 @@ COMPONENTS = ["DRAM", "GlobalBuffer", "Register"]
 OPTIONS = {"spatial": 0.2, "spatial_reuse": True,
            # rarer workload features: strided / offset projections, lower bounds other
            # than 0, per-Einsum extents of a shared variable, rank sizes that cut a box
-           "exotic": 0.12}
+           "exotic": 0.12,
+           # a !Spatial loop tiled again by a !Temporal loop over its variable, a Storage
+           # node inside (a strided tile per window); a conv read at stride 2 (None: exotic)
+           "retile": 0.0, "strided": None}
 
 
 # ---------------------------------------------------------------- workload
@@ -55,7 +58,8 @@ def gen_workload(rng):
             ext[p] = e_in - ext[r] + 1 if rng.random() < 0.6 else e_in  # valid or halo
             coef = ""
             expr = f"{p} + {r}"
-            if rng.random() < OPTIONS["exotic"]:  # strided
+            strided = OPTIONS["exotic"] if OPTIONS["strided"] is None else OPTIONS["strided"]
+            if rng.random() < strided:  # strided
                 ext[p] = max(1, (e_in - ext[r]) // 2 + 1)
                 expr = f"2*{p} + {r}"
             acc = [(tin, lead + [(last_rank, expr, None)], False),
@@ -234,6 +238,12 @@ def gen_mapping(rng, einsums, ext):
             if node["__tag__"] == "Spatial":
                 ctx["__spatial__"] = spatial_vars | {v}
             nodes.append(node)
+            if node["__tag__"] == "Spatial" and OPTIONS["retile"] and rng.random() < OPTIONS["retile"]:
+                s2 = rng.randint(1, max(1, s))  # each instance walks its own chunk in time
+                nodes.append({"__tag__": "Temporal", "rank_variable": v, "tile_shape": s2})
+                ctx[v] = (s2, s2)
+                nodes.append(storage(group))
+                continue
             if rng.random() < 0.35:
                 nodes.append(storage(group))
         if len(group) == 1 or depth > 2:

@@ -206,7 +206,9 @@ def run_case(lt, case_seed, keep):
 
 def main():
     ap = run.case_arguments(30, 29, "/tmp/layoutfail")
+    run.add_lattice_arguments(ap)
     a = ap.parse_args()
+    run.set_lattice_options(a)
     model.OPTIONS["CLIP_AT_P"] = False
     lt = os.path.abspath(a.looptrace)
     seeds = run.case_seeds(a)

@@ -24,6 +24,7 @@ that a failure. Ends with 'N passed, M failed'."""
 import collections
 import copy
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -38,11 +39,13 @@ import model  # noqa: E402
 import run  # noqa: E402
 
 
-def lt_run(lt, args):
+def lt_run(lt, args, stderr=None):
     p = subprocess.run([lt, *args], capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError(f"`looptrace {' '.join(args[:1])} ... {' '.join(a for a in args if a.startswith('-'))}` "
                            f"exited {p.returncode}: {p.stderr.strip()[-300:]}")
+    if stderr is not None:
+        stderr.append(p.stderr)
     return p.stdout
 
 
@@ -171,11 +174,38 @@ def movement_variants(m, rng):
     return out
 
 
+# Per case, from its unfiltered movement report: (levels, the enumerated levels, the
+# enumerated slots' reasons);
+# per parent level's whole-run transfers, the reason they follow the accesses ("" if not).
+ENUMERATED, ENUMERATED_PS, TRANSFERS = [], [], []
+
+
+def enumerated_share():
+    """A line: the share of levels enumerated over the cases (a level counts when any of
+    its (node, tensor) slots is), the slots, and the commonest reasons."""
+    def share(runs):
+        levels = sum(n for n, _, _ in runs)
+        n = sum(len(lv) for _, lv, _ in runs)
+        reasons = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for _, _, rs in runs for r in rs)
+        top = "; ".join(f"{k} x{c}" for k, c in reasons.most_common(4))
+        return (f"{n} of {levels} ({100.0 * n / max(levels, 1):.1f}%), {sum(reasons.values())} slots"
+                + (f"; reasons: {top}" if top else ""))
+    followed = collections.Counter(re.sub(r"'[^']*'", "'...'", r) for r in TRANSFERS if r)
+    top_t = "; ".join(f"{k} x{c}" for k, c in followed.most_common(3))
+    return (f"enumerated levels: {share(ENUMERATED)}"
+            + f"\nenumerated levels with --partial-sums: {share(ENUMERATED_PS)}"
+            + f"\ntransfers following the accesses: {sum(followed.values())} of {len(TRANSFERS)} levels"
+            + (f"; reasons: {top_t}" if top_t else ""))
+
+
 def check_movement(lt, files, m, kw, label, with_bytes):
     frm, to = closed_form.window_of(m.n_timesteps, kw)
     want = m.movement(frm, to, kw.get("tensors"), kw.get("einsums"), with_bytes=with_bytes,
                       partial_sums=bool(kw.get("partial_sums")))
     got = json.loads(lt_run(lt, ["movement", *args_of(files, kw)]))
+    if label in ("full", "partial-sums full"):  # the share of levels the closed form hands to the enumeration
+        (ENUMERATED if label == "full" else ENUMERATED_PS).append((len(got.get("levels", [])), {e["level"] for e in got.get("enumerated", [])},
+                           [e["reason"] for e in got.get("enumerated", [])]))
     # The enumerating engine (the closed form's check) must give the same report.
     enumerated = json.loads(lt_run(lt, ["movement", "--method", "enumerate", *args_of(files, kw)]))
     errs = []
@@ -231,7 +261,11 @@ def diff_requests(got, want):
 
 
 def check_transfers(lt, files, m, level, kw, label, with_bytes):
-    out = lt_run(lt, ["transfers", *transfer_args(files, level, kw)])
+    err = []
+    out = lt_run(lt, ["transfers", *transfer_args(files, level, kw)], err)
+    if label == "line1":
+        note = re.search(r"follow every access \(slow on large layers\): (.*)", err[0])
+        TRANSFERS.append(note.group(1) if note else "")
     got = [json.loads(l) for l in out.splitlines()]
     want = m.transfers(level, with_bytes=with_bytes, **transfer_kw(kw))
     tag = f"[transfers {level} {label} {' '.join(transfer_args([], level, kw)[:-2])}]"
@@ -334,8 +368,10 @@ def main():
                     help="probability that a generated loop is spatial")
     ap.add_argument("--require-bytes", action="store_true",
                     help="fail when looptrace reports no byte figures for bits_per_value")
+    run.add_lattice_arguments(ap)
     a = ap.parse_args()
     generate.OPTIONS["spatial"] = a.spatial
+    run.set_lattice_options(a)
     model.OPTIONS["CLIP_AT_P"] = False  # SEMANTICS.md's settled reading
     lt = os.path.abspath(a.looptrace)
     with_bytes = reports_bytes(lt)
@@ -345,7 +381,8 @@ def main():
               + (" (a failure with --require-bytes)" if a.require_bytes else ""))
         failed += a.require_bytes
     seeds = run.case_seeds(a)
-    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed))
+    sys.exit(run.run_seeds(lambda s: run_case(lt, s, a.keep, with_bytes), seeds, a.jobs, failed,
+                           before_last=enumerated_share))
 
 
 if __name__ == "__main__":

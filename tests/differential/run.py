@@ -190,10 +190,10 @@ def keep_if_failed(d, keep, case_seed, lines):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run_seeds(case, seeds, jobs, failed=0):
+def run_seeds(case, seeds, jobs, failed=0, before_last=None):
     """Runs case(seed) -> failure lines over `jobs` threads, printing the lines in seed
-    order and 'N passed, M failed' last (`failed` counts failures found before the
-    cases); returns the exit status."""
+    order, then what before_last() returns (if given), and 'N passed, M failed' last
+    (`failed` counts failures found before the cases); returns the exit status."""
     passed = 0
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
         for lines in ex.map(case, seeds):
@@ -201,8 +201,25 @@ def run_seeds(case, seeds, jobs, failed=0):
                 print(line, flush=True)
             failed += bool(lines)
             passed += not lines
+    if before_last is not None:
+        print(before_last())
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def add_lattice_arguments(ap):
+    """--retile and --strided: how often the generator makes strided tiles (box lattices)."""
+    ap.add_argument("--retile", type=float, default=generate.OPTIONS["retile"],
+                    help="probability that a generated !Spatial loop is tiled again by a !Temporal loop "
+                         "over its variable, with a Storage node inside (a strided tile)")
+    ap.add_argument("--strided", type=float, default=generate.OPTIONS["strided"],
+                    help="probability that a generated convolution reads its input at stride 2 "
+                         "(default: the generator's rate of rarer features)")
+
+
+def set_lattice_options(a):
+    generate.OPTIONS["retile"] = a.retile
+    generate.OPTIONS["strided"] = a.strided
 
 
 def case_arguments(count, seed, keep):
