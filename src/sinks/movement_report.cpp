@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 namespace looptrace {
 
@@ -102,11 +104,38 @@ json layout_json(const LevelLayoutCost& c) {
 namespace {
 // --convention timeloop: per level and tensor Timeloop's figures (README "Timeloop's
 // convention"), no footprint or capacity.
-json timeloop_json(const MovementReport& r) {
+// What both conventions report first: the traced window.
+json report_json(const MovementReport& r) {
   json out;
   out["n_timesteps"] = r.n_timesteps;
   out["from"] = r.from;
   out["truncated"] = r.truncated;
+  return out;
+}
+
+// A tensor's entry as both conventions begin it (its instances, where given, after
+// `home`), and its figures in bytes with `bytes_per_value`; the rest is each one's.
+json tensor_json(const TensorMovement& t, bool instances) {
+  json tj;
+  tj["tensor"] = t.tensor;
+  tj["home"] = t.home;
+  if (instances) tj["instances"] = t.instances;
+  tj["windows"] = t.windows;
+  tj["max_tile"] = t.max_tile;
+  tj["fills"] = t.fills;
+  return tj;
+}
+void bytes_json(const TensorMovement& t, std::initializer_list<std::pair<const char*, std::int64_t>> more, json& tj) {
+  if (!t.bytes_per_value) return;
+  const std::int64_t b = *t.bytes_per_value;
+  tj["bytes_per_value"] = b;
+  tj["max_tile_bytes"] = t.max_tile * b;
+  tj["fill_bytes"] = t.fills * b;
+  for (const auto& [key, n] : more) tj[key] = n * b;
+}
+
+json timeloop_json(const MovementReport& r) {
+  json out = report_json(r);
   out["convention"] = "timeloop";
   json levels = json::array();
   for (const auto& l : r.levels) {
@@ -114,25 +143,12 @@ json timeloop_json(const MovementReport& r) {
     level["level"] = l.level;
     json tensors = json::array();
     for (const auto& t : l.tensors) {
-      json tj;
-      tj["tensor"] = t.tensor;
-      tj["home"] = t.home;
-      tj["instances"] = t.instances;
-      tj["windows"] = t.windows;
-      tj["max_tile"] = t.max_tile;
-      tj["fills"] = t.fills;
+      json tj = tensor_json(t, true);
       tj["reads"] = t.reads;
       tj["updates"] = t.updates;
       tj["parent_reads"] = t.parent_reads;
       tj["parent_updates"] = t.parent_updates;
-      if (t.bytes_per_value) {
-        const std::int64_t b = *t.bytes_per_value;
-        tj["bytes_per_value"] = b;
-        tj["max_tile_bytes"] = t.max_tile * b;
-        tj["fill_bytes"] = t.fills * b;
-        tj["read_bytes"] = t.reads * b;
-        tj["update_bytes"] = t.updates * b;
-      }
+      bytes_json(t, {{"read_bytes", t.reads}, {"update_bytes", t.updates}}, tj);
       tensors.push_back(tj);
     }
     level["tensors"] = tensors;
@@ -170,10 +186,7 @@ std::string timeloop_text(const MovementReport& r) {
 
 json movement_json(const MovementReport& r) {
   if (r.convention == Convention::timeloop) return timeloop_json(r);
-  json out;
-  out["n_timesteps"] = r.n_timesteps;
-  out["from"] = r.from;
-  out["truncated"] = r.truncated;
+  json out = report_json(r);
   json levels = json::array();
   for (const auto& l : r.levels) {
     json level;
@@ -183,20 +196,9 @@ json movement_json(const MovementReport& r) {
     if (l.capacity_bits || l.capacity_unevaluated || !l.einsum_capacities.empty()) level["capacity"] = capacity_json(l);
     json tensors = json::array();
     for (const auto& t : l.tensors) {
-      json tj;
-      tj["tensor"] = t.tensor;
-      tj["home"] = t.home;
-      tj["windows"] = t.windows;
-      tj["max_tile"] = t.max_tile;
-      tj["fills"] = t.fills;
+      json tj = tensor_json(t, false);
       tj["drains"] = t.drains;
-      if (t.bytes_per_value) {
-        const std::int64_t b = *t.bytes_per_value;
-        tj["bytes_per_value"] = b;
-        tj["max_tile_bytes"] = t.max_tile * b;
-        tj["fill_bytes"] = t.fills * b;
-        tj["drain_bytes"] = t.drains * b;
-      }
+      bytes_json(t, {{"drain_bytes", t.drains}}, tj);
       if (t.per_instance) {
         tj["instances"] = t.per_instance->instances;
         tj["max_tile_per_instance"] = t.per_instance->max_tile;
