@@ -8,15 +8,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "looptrace/sinks/describe.hpp"
@@ -32,6 +35,7 @@
 #include "looptrace/sinks/cache_report.hpp"
 #include "looptrace/stages/cache_run.hpp"
 #include "looptrace/frontend/load.hpp"
+#include "looptrace/stages/time_selection.hpp"
 #include "looptrace/stream.hpp"
 #include "looptrace/closed_form/summary.hpp"
 // The one use of stage internals: the transfer pipeline (stages/transfers.hpp). Kept
@@ -248,10 +252,48 @@ py::array_t<std::int64_t> unravel_py(const py::array_t<std::int64_t, py::array::
   return out.release({py::ssize_t(n), py::ssize_t(shape.size())});
 }
 
+// The CPUs this process may run on (taskset, cgroups' cpusets), at least 1.
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+// Writes the accesses of `o` into each trace's arrays from its cursors (t_at, e_at: per
+// index of the summary's traces, `slot` maps a trace there) up to `t_end`, which they
+// must reach exactly. Stops early, leaving the arrays part-written, when `stop` is set.
+void gather_accesses(const Schedule& s, const TraceOptions& o, const std::vector<int>& slot,
+                     std::vector<std::int64_t*> t_at, std::vector<std::int64_t*> e_at,
+                     const std::vector<std::int64_t*>& t_end, const std::atomic<bool>& stop, Poll* poll) {
+  AccessStream stream(s, o, 1 << 14);
+  for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
+    if (poll) (*poll)();
+    if (stop.load(std::memory_order_relaxed)) return;
+    // Records come in runs of one trace (a leaf's tile of one tensor): one cursor a run.
+    for (const AccessRecord *r = batch.data(), *end = r + batch.size(); r < end;) {
+      const std::uint32_t trace = r->trace;
+      const auto k = std::size_t(slot[trace]);
+      std::int64_t *t = t_at[k], *e = e_at[k];
+      std::int64_t* const limit = t_end[k];
+      do {
+        if (t == limit) throw std::logic_error("looptrace: a trace has more accesses than its summary counts");
+        *t++ = r->timestep;
+        *e++ = r->element;
+      } while (++r < end && r->trace == trace);
+      t_at[k] = t, e_at[k] = e;
+    }
+  }
+  for (std::size_t k = 0; k < t_at.size(); ++k)
+    if (t_at[k] != t_end[k]) throw std::logic_error("looptrace: a trace has fewer accesses than its summary counts");
+}
+
 // The reference's AccessTrace (trace.hpp's trace_accesses), gathered straight into
 // numpy-ready buffers: the summary gives every trace's count in closed form, so each
-// array is allocated once at its size and filled in one pass of the stream.
-py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int64_t max_points) {
+// array is allocated once at its size and filled in one pass of the stream. With more
+// than one CPU, workers take pieces of the traced time: each piece's counts, also in
+// closed form, say where in each array it starts, so the pieces are written in place
+// at once (page faults included) and the arrays are those of one pass.
+py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int64_t max_points, int threads) {
   const auto schedule = h.schedule();
   const Schedule& s = *schedule;
   TraceSummary summary;
@@ -267,34 +309,69 @@ py::dict trace_accesses_py(SpecHandle& h, const TraceOptions& options, std::int6
                             " points, more than max_points = " + std::to_string(max_points) +
                             "; raise the limit, trace a prefix, or stream the trace instead");
     std::vector<int> slot(s.traces.size(), -1);  // trace -> index in summary.traces
-    std::vector<std::int64_t*> t_at, e_at;       // write cursors
+    std::vector<std::int64_t*> t_at, e_at, t_end;
+    __int128 total = 0;
     for (const TraceCount& c : summary.traces) {
       slot[std::size_t(c.trace)] = int(timestep.size());
       timestep.emplace_back(std::size_t(c.n_accesses));
       element.emplace_back(std::size_t(c.n_accesses));
       t_at.push_back(timestep.back().data);
       e_at.push_back(element.back().data);
+      t_end.push_back(timestep.back().data + timestep.back().size);
+      total += c.n_accesses;
     }
-    AccessStream stream(s, options, 1 << 14);
-    for (auto batch = stream.next_batch(); !batch.empty(); batch = stream.next_batch()) {
-      poll();
-      // Records come in runs of one trace (a leaf's tile of one tensor): one cursor a run.
-      for (const AccessRecord *r = batch.data(), *end = r + batch.size(); r < end;) {
-        const std::uint32_t trace = r->trace;
-        const auto k = std::size_t(slot[trace]);
-        std::int64_t *t = t_at[k], *e = e_at[k];
-        std::int64_t* const limit = timestep[k].data + timestep[k].size;
-        do {
-          if (t == limit) throw std::logic_error("looptrace: a trace has more accesses than its summary counts");
-          *t++ = r->timestep;
-          *e++ = r->element;
-        } while (++r < end && r->trace == trace);
-        t_at[k] = t, e_at[k] = e;
+    // Pieces of equal time, a few per worker so that uneven ones even out; worth it
+    // past a million accesses, and where the counts come in closed form.
+    const TimeRange window = TimeSelection::from_options(options, s.n_timesteps).window;
+    const int workers = threads > 0 ? threads : std::min(usable_cpus(), 8);
+    const std::int64_t pieces = workers > 1 && total >= (1 << 20) && summary.enumerated.empty()
+                                    ? std::min<std::int64_t>(4 * workers, window.to - window.from)
+                                    : 1;
+    std::atomic<bool> stop{false};
+    if (pieces <= 1) {
+      gather_accesses(s, options, slot, t_at, e_at, t_end, stop, &poll);
+    } else {
+      // Per piece, where it starts in each array.
+      std::vector<std::vector<std::int64_t*>> t_from, e_from;
+      std::vector<TraceOptions> piece_options;
+      SummaryOptions counts_only;
+      counts_only.windows = WindowsForm::none;
+      for (std::int64_t i = 0; i < pieces; ++i) {
+        TraceOptions o = options;
+        o.max_timesteps.reset();
+        o.from = window.from + std::int64_t(__int128(window.to - window.from) * i / pieces);
+        o.to = window.from + std::int64_t(__int128(window.to - window.from) * (i + 1) / pieces);
+        poll();
+        const TraceSummary part = summarize(s, o, counts_only);
+        t_from.push_back(t_at), e_from.push_back(e_at);
+        for (const TraceCount& c : part.traces) {
+          const auto k = std::size_t(slot[std::size_t(c.trace)]);
+          t_at[k] += c.n_accesses, e_at[k] += c.n_accesses;
+        }
+        piece_options.push_back(std::move(o));
       }
-    }
-    for (std::size_t k = 0; k < summary.traces.size(); ++k) {
-      if (t_at[k] != timestep[k].data + timestep[k].size)
-        throw std::logic_error("looptrace: a trace has fewer accesses than its summary counts");
+      for (std::size_t k = 0; k < t_at.size(); ++k)
+        if (t_at[k] != t_end[k]) throw std::logic_error("looptrace: the pieces of a trace do not add up to its count");
+      t_from.push_back(t_end), e_from.push_back(e_at);
+      std::atomic<std::int64_t> next{0};
+      std::vector<std::exception_ptr> failed(static_cast<std::size_t>(workers));
+      auto work = [&](int w, Poll* p) {
+        try {
+          for (std::int64_t i; !stop.load() && (i = next++) < pieces;)
+            gather_accesses(s, piece_options[std::size_t(i)], slot, t_from[std::size_t(i)], e_from[std::size_t(i)],
+                            t_from[std::size_t(i) + 1], stop, p);
+        } catch (...) {
+          failed[std::size_t(w)] = std::current_exception();
+          stop = true;
+        }
+      };
+      {
+        std::vector<std::jthread> helpers;
+        for (int w = 1; w < workers; ++w) helpers.emplace_back(work, w, nullptr);
+        work(0, &poll);  // this thread polls for Ctrl-C
+      }
+      for (const std::exception_ptr& e : failed)
+        if (e) std::rethrow_exception(e);
     }
   }
   py::list traces;
@@ -697,10 +774,11 @@ PYBIND11_MODULE(_looptrace, m) {
   m.def("describe", &describe_py);
 
   m.def("trace_accesses",
-        [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps, std::int64_t max_points) {
+        [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps, std::int64_t max_points,
+           int threads) {
           const py::object none = py::none();
           return trace_accesses_py(h, trace_options(tensors, einsums, max_timesteps, none, none, none, none, 0),
-                                   max_points);
+                                   max_points, threads);
         });
 
   py::class_<RecordStream>(m, "RecordStream")

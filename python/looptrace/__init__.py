@@ -113,16 +113,22 @@ def trace_accesses(
     einsums: Iterable[str] | None = None,
     max_timesteps: int | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
+    threads: int | None = None,
 ) -> AccessTrace:
     """Trace which tensor elements a LoopTree mapping accesses at each timestep.
 
     As ``accelforge.tracegen.trace_accesses``, with SEMANTICS.md's differences: shapes
     come from the full schedule, and ``max_timesteps`` is the exact prefix. Raises
     ``ValueError`` (a ``SpecError``) when one Einsum would enumerate more than
-    ``max_points`` points; ``stream`` has no such bound.
+    ``max_points`` points; ``stream`` has no such bound. ``threads``: workers that fill
+    pieces of the traced time in place (default: the CPUs this process may use, up to
+    8); the arrays are the same for any number.
     """
     handle = _handle(spec_or_mapping, workload)
-    raw = _looptrace.trace_accesses(handle, _names(tensors), _names(einsums), max_timesteps, int(max_points))
+    if threads is not None and int(threads) < 1:
+        raise ValueError(f"threads must be at least 1, not {threads!r}")
+    raw = _looptrace.trace_accesses(handle, _names(tensors), _names(einsums), max_timesteps, int(max_points),
+                                    0 if threads is None else int(threads))
     traces = [TensorAccessTrace(*t) for t in raw["traces"]]
     return AccessTrace(
         traces=traces,

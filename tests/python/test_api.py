@@ -39,6 +39,27 @@ def fused():
     return Spec.from_yaml(*MATMULS, jinja_parse_data=DEFINES)
 
 
+# ---- workers ---------------------------------------------------------------------------
+def test_trace_accesses_workers_fill_the_same_arrays():
+    # 128^3 GEMM, one MAC a timestep (6.3e6 accesses: past the million that workers need),
+    # and the tiled mapping with a tensor filter and a prefix that cuts a tile: every
+    # array equal, whatever the number of workers (3: pieces of uneven counts).
+    gemm = ROOT / "bench" / "specs"
+    for mapping, kw in [("huge_gemm", {}), ("gemm_tiled", dict(tensors=["A", "Z"], max_timesteps=1500))]:
+        spec = Spec.from_yaml(gemm / "gemm.workload.yaml", gemm / f"{mapping}.mapping.yaml",
+                              jinja_parse_data={"M": 128, "K": 128, "N": 128})
+        one = looptrace.trace_accesses(spec, max_points=1 << 40, threads=1, **kw)
+        for threads in (2, 3):
+            many = looptrace.trace_accesses(spec, max_points=1 << 40, threads=threads, **kw)
+            assert [t.tensor for t in many.traces] == [t.tensor for t in one.traces]
+            for a, b in zip(one.traces, many.traces):
+                assert np.array_equal(a.timestep, b.timestep) and np.array_equal(a.element, b.element)
+            assert (many.n_timesteps, many.truncated) == (one.n_timesteps, one.truncated)
+        assert all(np.all(np.diff(t.timestep) >= 0) for t in one.traces)  # each trace in time order
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        looptrace.trace_accesses(spec, threads=0)
+
+
 # ---- zero copy ------------------------------------------------------------------------
 def test_arrays_are_int64_views_of_engine_buffers(fused):
     trace = looptrace.trace_accesses(fused)
