@@ -925,3 +925,24 @@ mapping:
       }
     }
 }
+
+TEST_CASE("movement: the text table widens its columns for figures of 12 digits and more") {
+  MovementReport r;
+  r.n_timesteps = 10;
+  LevelMovement level;
+  level.level = "DRAM";
+  TensorMovement t;
+  t.tensor = "W";
+  t.windows = 1, t.max_tile = 123456789012, t.fills = 123456789012, t.drains = 987654321098;
+  t.bytes_per_value = 2;  // fill B 246913578024, drain B 1975308642196: 13 digits
+  level.tensors.push_back(t);
+  r.levels.push_back(level);
+  const std::string text = movement_text(r);
+  // Columns of 15: the widest figure, 13 digits, and two spaces.
+  CHECK(th::contains(text, "DRAM   W                           1   123456789012   123456789012   987654321098"
+                           "   246913578024  1975308642196\n"));
+  // Figures of up to 10 digits keep the columns of 12.
+  r.levels[0].tensors[0].max_tile = 5, r.levels[0].tensors[0].fills = 6, r.levels[0].tensors[0].drains = 7;
+  CHECK(th::contains(movement_text(r),
+                     "DRAM   W                        1           5           6           7          12          14\n"));
+}

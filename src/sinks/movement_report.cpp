@@ -297,7 +297,14 @@ std::string movement_text(const MovementReport& r) {
     level_w = std::max(level_w, l.level.size());
     for (const auto& t : l.tensors) tensor_w = std::max(tensor_w, t.tensor.size());
   }
-  const int n = 12;
+  // Columns of 12, wider where a figure needs it (two spaces before the widest).
+  int n = 12;
+  for (const auto& l : r.levels)
+    for (const auto& t : l.tensors) {
+      const std::int64_t b = t.bytes_per_value.value_or(1);
+      for (const std::int64_t v : {t.windows, t.max_tile, t.fills, t.drains, t.fills * b, t.drains * b})
+        n = std::max(n, int(std::to_string(v).size()) + 2);
+    }
   out << std::left << std::setw(int(level_w) + 2) << "level" << std::setw(int(tensor_w) + 2) << "tensor"
       << std::setw(6) << "home" << std::right << std::setw(n) << "windows" << std::setw(n) << "max_tile"
       << std::setw(n) << "fills" << std::setw(n) << "drains" << std::setw(n) << "fill B" << std::setw(n)
