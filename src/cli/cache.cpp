@@ -24,7 +24,7 @@ struct CacheArgs {
   std::string size = "1MiB", ways = "16", policy = "lru", source = "trace", format = "json";
   std::uint64_t line_bytes = 64, align = 4096;
   std::vector<std::string> caches;  // NAME=SIZE/W
-  bool write_through = false, no_write_allocate = false, curve = false, misses = false;
+  bool write_through = false, no_write_allocate = false, curve = false, misses = false, no_warp = false;
   std::int64_t cycles_per_timestep = 1;
   std::string layout;  // a layout file (SEMANTICS "Layouts"); empty: row-major
 
@@ -40,6 +40,7 @@ struct CacheArgs {
     o.source = source;
     o.align = align;
     o.curve = curve;
+    o.warp = !no_warp;
     return o;
   }
 };
@@ -83,6 +84,9 @@ void add_cache_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cache", c->caches,
                   "NAME=SIZE/WAYS, repeated, innermost first: a hierarchy (replaces --size/--ways)");
+  cmd->add_flag("--no-warp", c->no_warp,
+                "Simulate every line access (by default, where a loop's blocks repeat in a shifted cache, the "
+                "blocks after are counted, not simulated: the same counts)");
   cmd->add_flag("--curve", c->curve, "Add the miss-ratio curve (exact reuse distances, every size at once)");
   cmd->add_flag("--misses", c->misses, "Write what the last cache sends down, as --format dramsim3 or ramulator2");
   cmd->add_option("--format", c->format, "json or text; with --misses: dramsim3 or ramulator2")

@@ -121,6 +121,10 @@ json cache_json(const CacheRun& run, const Schedule& s) {
   for (const CacheReport& r : run.caches) caches.push_back(cache_object(run, r, s));
   out["caches"] = std::move(caches);
   out["curve"] = run.curve ? curve_json(run, s) : json(nullptr);
+  // How much of it warps counted rather than simulated (null: every access simulated).
+  out["warp"] = run.warp ? json{{"simulated", run.warp->simulated}, {"skipped", run.warp->skipped},
+                                {"warps", run.warp->warps}}
+                         : json(nullptr);
   return out;
 }
 
@@ -142,6 +146,9 @@ std::string cache_text(const CacheRun& run, const Schedule& s) {
       for (const auto& [name, counts] : einsum_counts(r, s)) text_row(o, "einsum " + name, counts, false);
     if (c.write_back == false) o << "  write-throughs: " << r.total.write_throughs << "\n";
   }
+  if (run.warp)
+    o << "warps: " << run.warp->warps << ", " << run.warp->simulated << " line accesses simulated, "
+      << run.warp->skipped << " counted by shifting the cache\n";
   if (run.curve) {
     const std::vector<std::uint64_t> misses = run.curve->misses_at_powers();
     const std::uint64_t line = run.caches.front().config.line_bytes;

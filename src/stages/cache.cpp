@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <stdexcept>
 #include <unordered_map>
 
 #if defined(__SSE2__)
@@ -104,6 +105,23 @@ class Ordered {
   void each_dirty(Fn fn) const {
     for (std::size_t s = 0; s < used_; ++s)
       if (dirty_[s]) fn(owner_[s]);
+  }
+  // Its lines newest first (one set of n_ ways).
+  void snapshot(CacheSnapshot& out) const {
+    out.lines.assign(n_, kNoLine), out.dirty.assign(n_, 0), out.owner.assign(n_, 0);
+    std::size_t k = 0;
+    for (std::int32_t s = head_; s >= 0; s = next_[std::size_t(s)], ++k) {
+      out.lines[k] = line_[std::size_t(s)], out.dirty[k] = dirty_[std::size_t(s)], out.owner[k] = owner_[std::size_t(s)];
+    }
+  }
+  // Every line moved by shift(its owner); the order is kept.
+  template <class Shift>
+  void shift(Shift&& by) {
+    index_.init(n_);
+    for (std::size_t s = 0; s < used_; ++s) {
+      line_[s] = std::uint64_t(std::int64_t(line_[s]) + by(owner_[s]));
+      index_.insert(line_[s], std::uint32_t(s));
+    }
   }
 
  private:
@@ -315,6 +333,28 @@ class SmallSets {
     for (std::size_t i = 0; i < tag_.size(); ++i)
       if (tag_[i] != kNoLine && meta_[i / ways_].dirty[i % ways_]) fn(owner_[i]);
   }
+  // Per set, its lines newest first: a way's place is its age (which way holds a line
+  // is not observable).
+  void snapshot(CacheSnapshot& out) const {
+    out.lines.assign(sets_ * ways_, kNoLine), out.dirty.assign(sets_ * ways_, 0), out.owner.assign(sets_ * ways_, 0);
+    for (std::size_t set = 0; set < sets_; ++set)
+      for (std::size_t w = 0; w < ways_; ++w) {
+        const std::int8_t age = meta_[set].age[w];
+        if (age == kEmpty) continue;
+        const std::size_t k = set * ways_ + std::size_t(age);
+        out.lines[k] = tag_[set * ways_ + w], out.dirty[k] = meta_[set].dirty[w], out.owner[k] = owner_[set * ways_ + w];
+      }
+  }
+  // Every line moved by shift(its owner), a multiple of the sets: it stays in its set
+  // and way, at its age.
+  template <class Shift>
+  void shift(Shift&& by) {
+    for (std::size_t i = 0; i < tag_.size(); ++i) {
+      if (tag_[i] == kNoLine) continue;
+      tag_[i] = std::uint64_t(std::int64_t(tag_[i]) + by(owner_[i]));
+      meta_[i / ways_].sig[i % ways_] = signature(tag_[i]);
+    }
+  }
 
  private:
   struct alignas(64) Meta {
@@ -402,6 +442,17 @@ class LruShadow {
     ++now_;
     if (now_ - tail_ > ring_mask_) compact();
     return false;
+  }
+  // The resident lines, least recent first.
+  void lines(std::vector<std::uint64_t>& out) const {
+    out.clear();
+    for (std::uint64_t t = tail_; t < now_; ++t)
+      if (const std::uint64_t slot = ring_[t & ring_mask_]; slot != kDead) out.push_back(slots_[slot].line);
+  }
+  // Holds exactly `lines` (distinct), least recent first.
+  void assign(const std::vector<std::uint64_t>& lines) {
+    init(n_);
+    for (std::uint64_t l : lines) access(l, true, true);
   }
 
  private:
@@ -697,6 +748,110 @@ CacheReport CacheModel::report() const {
   for (std::size_t t = 0; t < m.writebacks.size(); ++t) r.tensors[t].writebacks = m.writebacks[t];
   for (const CacheCounts& c : r.tensors) r.total += c;
   return r;
+}
+
+
+void LineOwners::add(std::uint32_t tensor, std::uint64_t first, std::uint64_t last) {
+  const Range r{first, last, tensor};
+  ranges_.insert(std::upper_bound(ranges_.begin(), ranges_.end(), r,
+                                  [](const Range& a, const Range& b) { return a.first < b.first; }),
+                 r);
+}
+
+std::uint32_t LineOwners::operator()(std::uint64_t line) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), line,
+                             [](std::uint64_t l, const Range& r) { return l < r.first; });
+  if (it == ranges_.begin() || line > std::prev(it)->last) return UINT32_MAX;
+  return std::prev(it)->tensor;
+}
+
+bool CacheModel::can_warp() const {
+  using Kind = Impl::Kind;
+  const Kind k = impl_->kind;
+  return k == Kind::ordered || k == Kind::small_lru || k == Kind::small_fifo;
+}
+
+std::size_t CacheModel::key_of(const LineAccess& a) const {
+  return a.trace != kNoTrace ? a.trace : impl_->n_traces + a.tensor;
+}
+
+void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
+  const Impl& m = *impl_;
+  using Kind = Impl::Kind;
+  switch (m.kind) {
+    case Kind::ordered: m.ordered.snapshot(out); break;
+    case Kind::small_lru: m.small_lru.snapshot(out); break;
+    case Kind::small_fifo: m.small_fifo.snapshot(out); break;
+    default: throw std::logic_error("CacheModel::snapshot: the engine cannot warp");
+  }
+  out.shadow.clear(), out.shadow_owner.clear();
+  if (m.config.three_cs) {
+    m.shadow.lines(out.shadow);
+    for (std::uint64_t l : out.shadow) out.shadow_owner.push_back(owners(l));
+  }
+  out.tallies.resize(m.keys.size());
+  for (std::size_t k = 0; k < m.keys.size(); ++k) {
+    const Impl::Tally& t = m.keys[k];
+    out.tallies[k] = {t.accesses, t.hits, t.cold, t.capacity, t.write_throughs};
+  }
+  out.writebacks = m.writebacks;
+}
+
+bool CacheModel::is_shift(const CacheSnapshot& a, const CacheSnapshot& b, std::span<const std::int64_t> delta) {
+  if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size()) return false;
+  const auto moved = [&](std::uint64_t line, std::uint32_t owner) {
+    return owner < delta.size() ? std::uint64_t(std::int64_t(line) + delta[owner]) : line;
+  };
+  for (std::size_t i = 0; i < a.lines.size(); ++i) {
+    if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
+      if (a.lines[i] != b.lines[i]) return false;
+      continue;
+    }
+    if (b.lines[i] != moved(a.lines[i], a.owner[i]) || a.dirty[i] != b.dirty[i] || a.owner[i] != b.owner[i])
+      return false;
+  }
+  for (std::size_t i = 0; i < a.shadow.size(); ++i) {
+    // A line no tensor owns cannot be shifted: no warp.
+    if (a.shadow_owner[i] >= delta.size()) return false;
+    if (b.shadow[i] != moved(a.shadow[i], a.shadow_owner[i])) return false;
+  }
+  return true;
+}
+
+void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks,
+                              std::span<const std::int64_t> delta, std::span<const FirstLine> first) {
+  Impl& m = *impl_;
+  const std::uint64_t n = std::uint64_t(blocks);
+  std::vector<std::uint64_t> cold(m.keys.size(), 0);
+  if (m.config.three_cs)
+    for (std::int64_t i = 1; i <= blocks; ++i)
+      for (const FirstLine& f : first)
+        if (!m.seen.test_and_set(std::uint64_t(std::int64_t(f.line) + i * delta[f.tensor]))) ++cold[f.key];
+  for (std::size_t k = 0; k < m.keys.size(); ++k) {
+    const auto& x = a.tallies[k];
+    const auto& y = b.tallies[k];
+    Impl::Tally& t = m.keys[k];
+    t.accesses += n * (y[0] - x[0]), t.hits += n * (y[1] - x[1]), t.write_throughs += n * (y[4] - x[4]);
+    // Each block misses the shadow as often as the one it repeats; the cold ones of
+    // those are the lines no block touched before.
+    const std::uint64_t shadow_misses = (y[2] - x[2]) + (y[3] - x[3]);
+    if (cold[k] > n * shadow_misses) throw std::logic_error("cache warp: more cold misses than shadow misses");
+    t.cold += cold[k], t.capacity += n * shadow_misses - cold[k];
+  }
+  for (std::size_t t = 0; t < m.writebacks.size(); ++t) m.writebacks[t] += n * (b.writebacks[t] - a.writebacks[t]);
+  const auto by = [&](std::uint32_t owner) { return owner < delta.size() ? blocks * delta[owner] : 0; };
+  using Kind = Impl::Kind;
+  switch (m.kind) {
+    case Kind::ordered: m.ordered.shift(by); break;
+    case Kind::small_lru: m.small_lru.shift(by); break;
+    case Kind::small_fifo: m.small_fifo.shift(by); break;
+    default: throw std::logic_error("CacheModel::fast_forward: the engine cannot warp");
+  }
+  if (m.config.three_cs) {
+    std::vector<std::uint64_t> lines = b.shadow;
+    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = std::uint64_t(std::int64_t(lines[i]) + by(b.shadow_owner[i]));
+    m.shadow.assign(lines);
+  }
 }
 
 }  // namespace looptrace

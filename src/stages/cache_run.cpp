@@ -6,6 +6,7 @@
 #include "looptrace/stages/time_selection.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/transfers.hpp"
+#include "stages/cache_warp.hpp"
 
 namespace looptrace {
 
@@ -100,6 +101,15 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
     run.tensors = traced_tensors(s, trace.context());
     // The compute sees no one level: the layout's entries for every level place it.
     AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
+    if (options.warp && !each && options.caches.size() == 1 && !options.curve) {
+      CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
+      WarpStats stats;
+      if (warp_trace(s, o, map, line, model, stats)) {
+        run.caches = {model.report()};
+        run.warp = stats;
+        return run;
+      }
+    }
     pull(std::move(trace) | cache_lines(line, std::move(map), true), options, run, each);
     return run;
   }

@@ -12,6 +12,7 @@
 // Tags live in flat arrays per set; nothing is allocated per access.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -88,6 +89,43 @@ struct CacheAccess {
   bool is(Flags f) const { return (flags & f) != 0; }
 };
 
+// Which tensor a line belongs to, from the tensors' line ranges (a warp shifts each
+// tensor's lines by its own amount, and the three-Cs shadow keeps no owner).
+class LineOwners {
+ public:
+  // [first, last] lines of each tensor that has any (tensors may not share a line).
+  void add(std::uint32_t tensor, std::uint64_t first, std::uint64_t last);
+  // The tensor of `line`; UINT32_MAX when no range holds it.
+  std::uint32_t operator()(std::uint64_t line) const;
+
+ private:
+  struct Range {
+    std::uint64_t first, last;
+    std::uint32_t tensor;
+  };
+  std::vector<Range> ranges_;  // sorted by first
+};
+
+// A cache's state and counts at one moment, to find and take a warp (Morelli and
+// Reineke, "Warping cache simulation of polyhedral programs", PLDI 2022): the lines by
+// set and recency, as the engine and its three-Cs shadow hold them.
+struct CacheSnapshot {
+  std::vector<std::uint64_t> lines;   // per set, its ways newest first (~0 where a way is empty)
+  std::vector<std::uint8_t> dirty;    // per entry of `lines`
+  std::vector<std::uint32_t> owner;   // per entry of `lines`: the tensor
+  std::vector<std::uint64_t> shadow;  // the shadow's lines, oldest first
+  std::vector<std::uint32_t> shadow_owner;
+  std::vector<std::array<std::uint64_t, 5>> tallies;  // per key: accesses, hits, cold, capacity, write-throughs
+  std::vector<std::uint64_t> writebacks;              // per tensor
+};
+
+// A line that a block of a warp touched first in the block, for the cold misses of the
+// blocks a warp skips: `key` is CacheModel::key_of its first access there.
+struct FirstLine {
+  std::uint64_t line;
+  std::uint32_t key, tensor;
+};
+
 // One cache: feed it line accesses in order, read its counts.
 class CacheModel {
  public:
@@ -104,6 +142,24 @@ class CacheModel {
   void finish();
   CacheReport report() const;
   const CacheConfig& config() const;
+
+  // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
+  // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
+  bool can_warp() const;
+  std::uint64_t sets() const { return config().sets(); }
+  // The counters an access goes to.
+  std::size_t key_of(const LineAccess& a) const;
+  void snapshot(const LineOwners& owners, CacheSnapshot& out) const;
+  // Whether `later`'s lines are `earlier`'s, each shifted by delta[its tensor] lines,
+  // in the same sets (the caller keeps every delta a multiple of the sets), with the
+  // same recency and dirty bits.
+  static bool is_shift(const CacheSnapshot& earlier, const CacheSnapshot& later, std::span<const std::int64_t> delta);
+  // The model is at `later`, `earlier` shifted by `delta` over one block of accesses
+  // that shifts the block before it by `delta`: the next `blocks` blocks repeat its
+  // outcomes, so their counts are added (cold misses found by marking `first` shifted,
+  // block by block) and the state is shifted by blocks x delta.
+  void fast_forward(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks,
+                    std::span<const std::int64_t> delta, std::span<const FirstLine> first);
 
  private:
   struct Impl;

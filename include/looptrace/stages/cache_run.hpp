@@ -23,9 +23,19 @@ struct CacheRunOptions {
   std::string source = "trace";     // or "transfers:LEVEL"
   std::uint64_t align = 4096;       // of the default layout
   bool curve = false;
+  // Fast-forward where a loop's blocks repeat in a shifted cache (one cache over the
+  // trace, counts alone, no curve); false: simulate every line access.
+  bool warp = true;
   // --layout FILE (null: row-major): for transfers:L its entries for L, exactly as
   // `transfers --level L --layout FILE`; for the trace its entries for every level.
   const LayoutSpec* layout = nullptr;
+};
+
+// What warping did: line accesses simulated, and those counted by a warp instead.
+struct WarpStats {
+  std::uint64_t simulated = 0;
+  std::uint64_t skipped = 0;
+  std::uint64_t warps = 0;  // warps taken
 };
 
 struct CacheRun {
@@ -33,6 +43,7 @@ struct CacheRun {
   std::vector<std::string> tensors;  // traced, in layout order
   std::vector<CacheReport> caches;
   std::optional<ReuseDistances> curve;
+  std::optional<WarpStats> warp;  // when the run warped
   bool transfers_empty_level = false;  // --source transfers:L of a level with no child
 };
 

@@ -1,0 +1,281 @@
+#include "stages/cache_warp.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <numeric>
+
+#include "compile/tiling.hpp"
+#include "looptrace/stages/cache_lines.hpp"
+#include "looptrace/stages/trace_pipeline.hpp"
+
+namespace looptrace {
+
+namespace {
+
+// A temporal loop node whose iterations translate: every leaf under it, advanced one
+// iteration, touches each tensor `shift` bytes further on (the same for all of them).
+struct WarpLoop {
+  std::uint32_t id = 0;
+  std::vector<std::size_t> leaves;  // under it
+  std::vector<std::size_t> loop;    // per leaves[i]: the loop's index in its `loops`
+  std::size_t level = 0;            // its time level (the same in every leaf under it)
+  std::int64_t period = 0, count = 0;
+  std::int64_t block = 1;             // iterations per block: every shift a multiple of the sets
+  std::vector<std::int64_t> delta;    // per tensor: lines per block
+};
+
+std::int64_t positive_mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
+
+// The loop `id` if its iterations translate in a way the cache can shift (each line
+// stays in its set), else nothing.
+std::optional<WarpLoop> translating_loop(const Schedule& s, std::uint32_t id, const AddressMap& map,
+                                         std::uint64_t line_bytes, std::uint64_t sets) {
+  WarpLoop w;
+  w.id = id;
+  std::vector<std::optional<std::int64_t>> bytes_per_iteration(s.tensors.size());
+  const LeafSchedule* first = nullptr;
+  for (std::size_t i = 0; i < s.leaves.size(); ++i) {
+    const LeafSchedule& leaf = s.leaves[i];
+    const auto at = std::find(leaf.loop_ids.begin(), leaf.loop_ids.end(), id);
+    if (at == leaf.loop_ids.end()) continue;
+    const std::size_t level = std::size_t(at - leaf.loop_ids.begin());
+    if (!first) {
+      first = &leaf, w.level = level;
+      w.period = leaf.time_levels[level].period, w.count = leaf.time_levels[level].count;
+    }
+    // The same node: the same times above it in every leaf.
+    if (level != w.level || leaf.time_base != first->time_base) return std::nullopt;
+    for (std::size_t l = 0; l <= level; ++l) {
+      const TimeLevel &a = leaf.time_levels[l], &b = first->time_levels[l];
+      if (a.count != b.count || a.period != b.period || a.offset != b.offset) return std::nullopt;
+    }
+    std::size_t li = 0;
+    while (li < leaf.loops.size() && (leaf.loops[li].spatial || leaf.loops[li].time_level != int(level))) ++li;
+    if (li == leaf.loops.size()) return std::nullopt;
+    const LoopLevel& loop = leaf.loops[li];
+    // A spatial split of its variable above it would give each instance its own clip.
+    for (std::size_t k = 0; k < li && loop.variable >= 0; ++k)
+      if (leaf.loops[k].spatial && leaf.loops[k].variable == loop.variable) return std::nullopt;
+    w.leaves.push_back(i), w.loop.push_back(li);
+    for (const LeafTensor& lt : leaf.tensors) {
+      std::int64_t elements = 0;
+      if (loop.variable >= 0) {
+        const TensorInfo& t = s.tensors[std::size_t(lt.tensor)];
+        for (std::size_t r = 0; r < lt.coefficients.size(); ++r)
+          elements += t.strides[r] * lt.coefficients[r][std::size_t(loop.variable)];
+        elements *= loop.tile_shape;
+      }
+      const std::int64_t b = elements * std::int64_t(map.bytes[std::size_t(lt.tensor)]);
+      auto& have = bytes_per_iteration[std::size_t(lt.tensor)];
+      if (have && *have != b) return std::nullopt;  // two leaves move one tensor differently
+      have = b;
+    }
+  }
+  if (!first || w.count < 3) return std::nullopt;
+  // Blocks of iterations that move every tensor by whole multiples of line x sets.
+  const std::int64_t m = std::int64_t(line_bytes * sets);
+  for (const auto& b : bytes_per_iteration)
+    if (b && *b != 0) {
+      const std::int64_t r = positive_mod(*b, m);
+      if (r != 0) w.block = std::lcm(w.block, m / std::gcd(m, r));
+      if (w.block > w.count / 3) return std::nullopt;
+    }
+  w.delta.assign(s.tensors.size(), 0);
+  for (std::size_t t = 0; t < s.tensors.size(); ++t)
+    if (bytes_per_iteration[t]) w.delta[t] = *bytes_per_iteration[t] * w.block / std::int64_t(line_bytes);
+  return w;
+}
+
+// The distinct lines a block touches of the tensors that move, each with the counters
+// of its first access, for the cold misses of the blocks a warp skips.
+class FirstLines {
+ public:
+  static constexpr std::size_t kMaxLines = std::size_t(1) << 22;
+
+  void reset(const std::vector<std::int64_t>* delta) {
+    delta_ = delta, lines_.clear(), overflow_ = false;
+    if (set_.empty()) set_.assign(1024, kEmpty);
+    else std::fill(set_.begin(), set_.end(), kEmpty);
+  }
+  void add(std::span<const LineAccess> batch, const CacheModel& model) {
+    if (overflow_) return;
+    for (const LineAccess& a : batch) {
+      if ((*delta_)[a.tensor] == 0 || !insert(a.line)) continue;
+      lines_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
+      if (lines_.size() > kMaxLines) {
+        overflow_ = true;
+        return;
+      }
+    }
+  }
+  bool overflow() const { return overflow_; }
+  std::span<const FirstLine> lines() const { return lines_; }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
+  bool insert(std::uint64_t line) {
+    if (2 * (lines_.size() + 1) > set_.size()) {
+      set_.assign(set_.size() * 4, kEmpty);
+      for (const FirstLine& f : lines_) place(f.line);
+    }
+    return place(line);
+  }
+  bool place(std::uint64_t line) {
+    const std::size_t mask = set_.size() - 1;
+    for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
+      if (set_[i] == line) return false;
+      if (set_[i] == kEmpty) {
+        set_[i] = line;
+        return true;
+      }
+    }
+  }
+  const std::vector<std::int64_t>* delta_ = nullptr;
+  std::vector<std::uint64_t> set_;
+  std::vector<FirstLine> lines_;
+  bool overflow_ = false;
+};
+
+}  // namespace
+
+bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
+                CacheModel& model, WarpStats& stats) {
+  if (o.shard || o.sample_timesteps || !model.can_warp()) return false;
+  // Row-major tensors on whole lines: a shift of elements is a shift of lines, and each
+  // line has one owner.
+  LineOwners owners;
+  for (std::size_t t = 0; t < map.layouts.size(); ++t) {
+    const TensorLayout& l = map.layouts[t];
+    if (l.span() == 0) continue;
+    if (!l.identity() || l.base % line_bytes != 0) return false;
+    owners.add(std::uint32_t(t), l.base / line_bytes, (l.end() - 1) / line_bytes);
+  }
+  const std::uint64_t sets = model.sets();
+
+  // The loops to warp: for each leaf, the outermost of its loops that translates.
+  std::map<std::uint32_t, std::optional<WarpLoop>> tried;
+  std::vector<WarpLoop> loops;
+  for (const LeafSchedule& leaf : s.leaves)
+    for (std::uint32_t id : leaf.loop_ids) {
+      auto [it, fresh] = tried.try_emplace(id);
+      if (fresh) {
+        it->second = translating_loop(s, id, map, line_bytes, sets);
+        if (it->second) loops.push_back(*it->second);
+      }
+      if (it->second) break;
+    }
+  if (loops.empty()) return false;
+
+  // The selection, as one window.
+  std::int64_t lo = std::max<std::int64_t>(0, o.from.value_or(0)), hi = s.n_timesteps;
+  if (o.to) hi = std::min(hi, *o.to);
+  if (o.max_timesteps) hi = std::min(hi, *o.max_timesteps);
+
+  // Each loop's instances (one per iteration of the loops above it) as spans of whole
+  // strides, in time order.
+  struct Span {
+    std::int64_t begin, end;  // the iterations' times [begin, end)
+    std::int64_t blocks;      // of loop.block iterations each
+    const WarpLoop* loop;
+  };
+  std::vector<Span> spans;
+  constexpr std::size_t kMaxSpans = std::size_t(1) << 16;
+  for (const WarpLoop& w : loops) {
+    const LeafSchedule& leaf = s.leaves[w.leaves.front()];
+    std::vector<std::int64_t> digit(w.level, 0);
+    std::int64_t instances = 1;
+    for (std::size_t l = 0; l < w.level; ++l) instances *= leaf.time_levels[l].count;
+    if (std::size_t(instances) > kMaxSpans) continue;
+    for (std::int64_t n = 0; n < instances; ++n) {
+      std::int64_t start = leaf.time_base + leaf.time_levels[w.level].offset;
+      for (std::size_t l = 0; l < w.level; ++l)
+        start += digit[l] * leaf.time_levels[l].period + leaf.time_levels[l].offset;
+      // The iterations [j0, j1) that are whole strides, in every leaf under the loop.
+      std::int64_t j0 = 0, j1 = w.count;
+      for (std::size_t i = 0; i < w.leaves.size(); ++i) {
+        const LeafSchedule& f = s.leaves[w.leaves[i]];
+        const LoopLevel& loop = f.loops[w.loop[i]];
+        if (loop.variable < 0) continue;
+        if (loop.initial_tile_shape != loop.tile_shape) j0 = 1;
+        Interval iv{0, f.extent[std::size_t(loop.variable)]};
+        for (std::size_t k = 0; k < w.loop[i]; ++k)
+          if (f.loops[k].variable == loop.variable)
+            iv = tiling::sub_tile(iv, f.loops[k], digit[std::size_t(f.loops[k].time_level)]);
+        j1 = std::min(j1, tiling::first_not_full(iv.size(), loop));
+      }
+      const std::int64_t blocks = (j1 - j0) / w.block;
+      const std::int64_t begin = start + j0 * w.period, end = begin + blocks * w.block * w.period;
+      if (blocks >= 3 && begin >= lo && end <= hi) spans.push_back({begin, end, blocks, &w});
+      for (std::size_t l = w.level; l-- > 0;) {
+        if (++digit[l] < leaf.time_levels[l].count) break;
+        digit[l] = 0;
+      }
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // A span that another leaf's timesteps reach into (a !Pipeline or !Parallel branch
+  // beside the loop) does not translate; nor do overlapping spans.
+  {
+    std::vector<TimeOdometer> odometers;
+    for (const LeafSchedule& leaf : s.leaves) odometers.push_back(leaf.odometer());
+    std::vector<Span> kept;
+    for (const Span& sp : spans) {
+      if (!kept.empty() && sp.begin < kept.back().end) continue;
+      bool alone = true;
+      for (std::size_t i = 0; i < s.leaves.size() && alone; ++i) {
+        if (std::find(sp.loop->leaves.begin(), sp.loop->leaves.end(), i) != sp.loop->leaves.end()) continue;
+        odometers[i].seek(sp.begin);
+        alone = odometers[i].done() || odometers[i].time() >= sp.end;
+      }
+      if (alone) kept.push_back(sp);
+    }
+    spans.swap(kept);
+  }
+  if (spans.empty()) return false;
+
+  std::int64_t now = lo;  // the timesteps before it are simulated
+  FirstLines first;
+  const auto run = [&](std::int64_t a, std::int64_t b, bool record) {
+    if (a >= b) return;
+    TraceOptions r = o;
+    r.from = a, r.to = b, r.max_timesteps.reset();
+    auto lines = trace_runs_pipeline(s, r) | cache_lines(line_bytes, map, true);
+    for (auto batch = lines.next_batch(); !batch.empty(); batch = lines.next_batch()) {
+      if (record) first.add(batch, model);
+      model.count(batch);
+      stats.simulated += batch.size();
+    }
+  };
+  CacheSnapshot before, after;
+  constexpr int kAttempts = 6;  // blocks compared per span before it is simulated plainly
+  for (const Span& sp : spans) {
+    run(now, sp.begin, false);
+    now = sp.begin;
+    const WarpLoop& w = *sp.loop;
+    const std::int64_t block_time = w.block * w.period;
+    model.snapshot(owners, before);
+    for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
+      first.reset(&w.delta);
+      run(now, now + block_time, true);
+      now += block_time;
+      model.snapshot(owners, after);
+      const std::int64_t left = sp.blocks - b - 1;
+      if (!first.overflow() && CacheModel::is_shift(before, after, w.delta)) {
+        model.fast_forward(before, after, left, w.delta, first.lines());
+        std::uint64_t per_block = 0;
+        for (std::size_t k = 0; k < after.tallies.size(); ++k) per_block += after.tallies[k][0] - before.tallies[k][0];
+        stats.skipped += std::uint64_t(left) * per_block;
+        ++stats.warps;
+        now += left * block_time;
+        break;
+      }
+      std::swap(before, after);
+    }
+  }
+  run(now, hi, false);
+  model.finish();
+  return true;
+}
+
+}  // namespace looptrace
