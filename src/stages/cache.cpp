@@ -114,12 +114,12 @@ class Ordered {
       out.lines[k] = line_[std::size_t(s)], out.dirty[k] = dirty_[std::size_t(s)], out.owner[k] = owner_[std::size_t(s)];
     }
   }
-  // Every line moved by shift(its owner); the order is kept.
+  // Every line l moved to by(l, its owner); the order is kept.
   template <class Shift>
   void shift(Shift&& by) {
     index_.init(n_);
     for (std::size_t s = 0; s < used_; ++s) {
-      line_[s] = std::uint64_t(std::int64_t(line_[s]) + by(owner_[s]));
+      line_[s] = by(line_[s], owner_[s]);
       index_.insert(line_[s], std::uint32_t(s));
     }
   }
@@ -345,13 +345,12 @@ class SmallSets {
         out.lines[k] = tag_[set * ways_ + w], out.dirty[k] = meta_[set].dirty[w], out.owner[k] = owner_[set * ways_ + w];
       }
   }
-  // Every line moved by shift(its owner), a multiple of the sets: it stays in its set
-  // and way, at its age.
+  // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
   template <class Shift>
   void shift(Shift&& by) {
     for (std::size_t i = 0; i < tag_.size(); ++i) {
       if (tag_[i] == kNoLine) continue;
-      tag_[i] = std::uint64_t(std::int64_t(tag_[i]) + by(owner_[i]));
+      tag_[i] = by(tag_[i], owner_[i]);
       meta_[i / ways_].sig[i % ways_] = signature(tag_[i]);
     }
   }
@@ -797,35 +796,120 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
   out.writebacks = m.writebacks;
 }
 
-bool CacheModel::is_shift(const CacheSnapshot& a, const CacheSnapshot& b, std::span<const std::int64_t> delta) {
-  if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size()) return false;
-  const auto moved = [&](std::uint64_t line, std::uint32_t owner) {
-    return owner < delta.size() ? std::uint64_t(std::int64_t(line) + delta[owner]) : line;
+void WarpBlock::reset(std::span<const std::int64_t> delta) {
+  delta_.assign(delta.begin(), delta.end());
+  first_.clear(), size_ = 0, overflow_ = false;
+  if (set_.empty()) set_.assign(1024, kEmpty);
+  else std::fill(set_.begin(), set_.end(), kEmpty);
+  low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
+}
+
+void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) {
+  if (overflow_) return;
+  for (const LineAccess& a : batch) {
+    if (!insert(a.line)) continue;
+    low_[a.tensor] = std::min(low_[a.tensor], a.line), high_[a.tensor] = std::max(high_[a.tensor], a.line);
+    if (delta_[a.tensor] != 0) first_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
+    if (size_ > kMaxLines) {
+      overflow_ = true;
+      return;
+    }
+  }
+}
+
+bool WarpBlock::insert(std::uint64_t line) {
+  if (2 * (size_ + 1) > set_.size()) {  // grow, keeping the lines
+    std::vector<std::uint64_t> old;
+    old.swap(set_);
+    set_.assign(old.size() * 4, kEmpty);
+    size_ = 0;
+    for (std::uint64_t l : old)
+      if (l != kEmpty) insert(l);
+  }
+  const std::size_t mask = set_.size() - 1;
+  for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
+    if (set_[i] == line) return false;
+    if (set_[i] == kEmpty) {
+      set_[i] = line, ++size_;
+      return true;
+    }
+  }
+}
+
+bool WarpBlock::touched(std::uint64_t line) const {
+  const std::size_t mask = set_.size() - 1;
+  for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
+    if (set_[i] == line) return true;
+    if (set_[i] == kEmpty) return false;
+  }
+}
+
+bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks) {
+  stay_.clear(), stay_shadow_.clear();
+  if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size() || overflow_) return false;
+  // The lines that move with the blocks, per tensor: those touched and those shifted along.
+  std::vector<std::uint64_t> low = low_, high = high_;
+  struct Stay {
+    std::uint64_t line;
+    std::uint32_t owner;
+  };
+  std::vector<Stay> stay_owners;
+  std::vector<std::uint64_t> along;  // untouched lines that move with the touched ones
+  const auto classify = [&](std::uint64_t line, std::uint32_t owner, std::uint64_t then, bool shadow) {
+    if (owner >= delta_.size()) return false;
+    if (then == std::uint64_t(std::int64_t(line) + delta_[owner])) {
+      low[owner] = std::min(low[owner], line), high[owner] = std::max(high[owner], line);
+      if (delta_[owner] != 0 && !touched(line)) along.push_back(line);
+      return true;
+    }
+    if (then != line || touched(line)) return false;
+    (shadow ? stay_shadow_ : stay_).push_back(line);
+    stay_owners.push_back({line, owner});
+    return true;
   };
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
       if (a.lines[i] != b.lines[i]) return false;
       continue;
     }
-    if (b.lines[i] != moved(a.lines[i], a.owner[i]) || a.dirty[i] != b.dirty[i] || a.owner[i] != b.owner[i])
+    if (a.dirty[i] != b.dirty[i] || a.owner[i] != b.owner[i] || !classify(a.lines[i], a.owner[i], b.lines[i], false))
       return false;
   }
-  for (std::size_t i = 0; i < a.shadow.size(); ++i) {
-    // A line no tensor owns cannot be shifted: no warp.
-    if (a.shadow_owner[i] >= delta.size()) return false;
-    if (b.shadow[i] != moved(a.shadow[i], a.shadow_owner[i])) return false;
+  for (std::size_t i = 0; i < a.shadow.size(); ++i)
+    if (!classify(a.shadow[i], a.shadow_owner[i], b.shadow[i], true)) return false;
+  std::sort(along.begin(), along.end());
+  // A line left in place must be out of reach of the moving lines of its tensor shifted
+  // 1 .. blocks + 1 times: out of their range so shifted, or (for a few blocks) not
+  // any of them so shifted.
+  for (const Stay& f : stay_owners) {
+    const std::int64_t d = delta_[f.owner];
+    if (d == 0 || low[f.owner] > high[f.owner]) continue;
+    const std::int64_t lo = std::int64_t(low[f.owner]), hi = std::int64_t(high[f.owner]), l = std::int64_t(f.line);
+    if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) continue;
+    if (blocks > 256) return false;
+    for (std::int64_t i = 1; i <= blocks + 1; ++i)
+      if (touched(std::uint64_t(l - i * d)) || std::binary_search(along.begin(), along.end(), std::uint64_t(l - i * d)))
+        return false;
   }
+  std::sort(stay_.begin(), stay_.end());
+  std::sort(stay_shadow_.begin(), stay_shadow_.end());
   return true;
 }
 
-void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks,
-                              std::span<const std::int64_t> delta, std::span<const FirstLine> first) {
+bool WarpBlock::stays(std::uint64_t line, bool shadow) const {
+  const auto& v = shadow ? stay_shadow_ : stay_;
+  return std::binary_search(v.begin(), v.end(), line);
+}
+
+void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, const WarpBlock& block,
+                              std::int64_t blocks) {
   Impl& m = *impl_;
+  const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);
   if (m.config.three_cs)
     for (std::int64_t i = 1; i <= blocks; ++i)
-      for (const FirstLine& f : first)
+      for (const FirstLine& f : block.first())
         if (!m.seen.test_and_set(std::uint64_t(std::int64_t(f.line) + i * delta[f.tensor]))) ++cold[f.key];
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
     const auto& x = a.tallies[k];
@@ -839,7 +923,12 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, st
     t.cold += cold[k], t.capacity += n * shadow_misses - cold[k];
   }
   for (std::size_t t = 0; t < m.writebacks.size(); ++t) m.writebacks[t] += n * (b.writebacks[t] - a.writebacks[t]);
-  const auto by = [&](std::uint32_t owner) { return owner < delta.size() ? blocks * delta[owner] : 0; };
+  // The lines that move with the blocks move on; those matches() left in place stay.
+  const auto shift = [&](std::uint64_t line, std::uint32_t owner, bool shadow) {
+    if (owner >= delta.size() || delta[owner] == 0 || block.stays(line, shadow)) return line;
+    return std::uint64_t(std::int64_t(line) + blocks * delta[owner]);
+  };
+  const auto by = [&](std::uint64_t line, std::uint32_t owner) { return shift(line, owner, false); };
   using Kind = Impl::Kind;
   switch (m.kind) {
     case Kind::ordered: m.ordered.shift(by); break;
@@ -849,7 +938,7 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, st
   }
   if (m.config.three_cs) {
     std::vector<std::uint64_t> lines = b.shadow;
-    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = std::uint64_t(std::int64_t(lines[i]) + by(b.shadow_owner[i]));
+    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], b.shadow_owner[i], true);
     m.shadow.assign(lines);
   }
 }

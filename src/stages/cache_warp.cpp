@@ -4,6 +4,8 @@
 #include <bit>
 #include <map>
 #include <numeric>
+#include <cstdio>
+#include <cstdlib>
 
 #include "compile/tiling.hpp"
 #include "looptrace/stages/cache_lines.hpp"
@@ -86,56 +88,6 @@ std::optional<WarpLoop> translating_loop(const Schedule& s, std::uint32_t id, co
     if (bytes_per_iteration[t]) w.delta[t] = *bytes_per_iteration[t] * w.block / std::int64_t(line_bytes);
   return w;
 }
-
-// The distinct lines a block touches of the tensors that move, each with the counters
-// of its first access, for the cold misses of the blocks a warp skips.
-class FirstLines {
- public:
-  static constexpr std::size_t kMaxLines = std::size_t(1) << 22;
-
-  void reset(const std::vector<std::int64_t>* delta) {
-    delta_ = delta, lines_.clear(), overflow_ = false;
-    if (set_.empty()) set_.assign(1024, kEmpty);
-    else std::fill(set_.begin(), set_.end(), kEmpty);
-  }
-  void add(std::span<const LineAccess> batch, const CacheModel& model) {
-    if (overflow_) return;
-    for (const LineAccess& a : batch) {
-      if ((*delta_)[a.tensor] == 0 || !insert(a.line)) continue;
-      lines_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
-      if (lines_.size() > kMaxLines) {
-        overflow_ = true;
-        return;
-      }
-    }
-  }
-  bool overflow() const { return overflow_; }
-  std::span<const FirstLine> lines() const { return lines_; }
-
- private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
-  bool insert(std::uint64_t line) {
-    if (2 * (lines_.size() + 1) > set_.size()) {
-      set_.assign(set_.size() * 4, kEmpty);
-      for (const FirstLine& f : lines_) place(f.line);
-    }
-    return place(line);
-  }
-  bool place(std::uint64_t line) {
-    const std::size_t mask = set_.size() - 1;
-    for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
-      if (set_[i] == line) return false;
-      if (set_[i] == kEmpty) {
-        set_[i] = line;
-        return true;
-      }
-    }
-  }
-  const std::vector<std::int64_t>* delta_ = nullptr;
-  std::vector<std::uint64_t> set_;
-  std::vector<FirstLine> lines_;
-  bool overflow_ = false;
-};
 
 }  // namespace
 
@@ -235,7 +187,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   if (spans.empty()) return false;
 
   std::int64_t now = lo;  // the timesteps before it are simulated
-  FirstLines first;
+  WarpBlock first;
   const auto run = [&](std::int64_t a, std::int64_t b, bool record) {
     if (a >= b) return;
     TraceOptions r = o;
@@ -249,20 +201,22 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   };
   CacheSnapshot before, after;
   constexpr int kAttempts = 6;  // blocks compared per span before it is simulated plainly
+  const bool debug = std::getenv("LOOPTRACE_WARP_DEBUG") != nullptr;
   for (const Span& sp : spans) {
+    if (debug) std::fprintf(stderr, "span [%lld,%lld) loop %u blocks %lld x %lld iterations; simulated so far %llu\n", (long long)sp.begin, (long long)sp.end, sp.loop->id, (long long)sp.blocks, (long long)sp.loop->block, (unsigned long long)stats.simulated);
     run(now, sp.begin, false);
     now = sp.begin;
     const WarpLoop& w = *sp.loop;
     const std::int64_t block_time = w.block * w.period;
     model.snapshot(owners, before);
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
-      first.reset(&w.delta);
+      first.reset(w.delta);
       run(now, now + block_time, true);
       now += block_time;
       model.snapshot(owners, after);
       const std::int64_t left = sp.blocks - b - 1;
-      if (!first.overflow() && CacheModel::is_shift(before, after, w.delta)) {
-        model.fast_forward(before, after, left, w.delta, first.lines());
+      if (first.matches(before, after, left)) {
+        model.fast_forward(before, after, first, left);
         std::uint64_t per_block = 0;
         for (std::size_t k = 0; k < after.tallies.size(); ++k) per_block += after.tallies[k][0] - before.tallies[k][0];
         stats.skipped += std::uint64_t(left) * per_block;
@@ -270,6 +224,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         now += left * block_time;
         break;
       }
+      if (debug) std::fprintf(stderr, "  block %lld: no shift (overflow %d)\n", (long long)b, int(first.overflow()));
       std::swap(before, after);
     }
   }

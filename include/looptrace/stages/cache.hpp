@@ -126,6 +126,45 @@ struct FirstLine {
   std::uint32_t key, tensor;
 };
 
+class CacheModel;
+
+// The lines one block of a warp touched: each once, the first touches of the tensors
+// that move (`delta` != 0), and per tensor the lowest and highest line. Memory follows
+// the block's distinct lines, up to kMaxLines (then overflow(): no warp).
+class WarpBlock {
+ public:
+  static constexpr std::size_t kMaxLines = std::size_t(1) << 22;
+
+  void reset(std::span<const std::int64_t> delta);
+  void add(std::span<const LineAccess> batch, const CacheModel& model);
+  bool overflow() const { return overflow_; }
+  bool touched(std::uint64_t line) const;
+  std::span<const FirstLine> first() const { return first_; }
+  std::span<const std::int64_t> delta() const { return delta_; }
+  // Whether the next `blocks` blocks, each this block shifted once more by delta[tensor]
+  // lines (a multiple of the sets: lines keep their sets), repeat its outcomes. `later`
+  // (the state after this block) must be `earlier` (before it) renamed, position by
+  // position, with the same dirty bits and tensors: a line the block touched shifted by
+  // its delta; another either shifted too (it moves with them: an earlier block's
+  // line) or in its place, and then out of reach of the lines the next blocks touch.
+  // The renaming keeps sets and tensors, and maps each block and its start state onto
+  // the next. Keeps the lines left in place for CacheModel::fast_forward.
+  bool matches(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks);
+  // After matches(): whether `line` of `later` (the engine's, or the shadow's) stays.
+  bool stays(std::uint64_t line, bool shadow) const;
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
+  bool insert(std::uint64_t line);
+  std::vector<std::int64_t> delta_;
+  std::vector<std::uint64_t> set_;
+  std::size_t size_ = 0;
+  std::vector<FirstLine> first_;
+  std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
+  std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
+  bool overflow_ = false;
+};
+
 // One cache: feed it line accesses in order, read its counts.
 class CacheModel {
  public:
@@ -150,16 +189,12 @@ class CacheModel {
   // The counters an access goes to.
   std::size_t key_of(const LineAccess& a) const;
   void snapshot(const LineOwners& owners, CacheSnapshot& out) const;
-  // Whether `later`'s lines are `earlier`'s, each shifted by delta[its tensor] lines,
-  // in the same sets (the caller keeps every delta a multiple of the sets), with the
-  // same recency and dirty bits.
-  static bool is_shift(const CacheSnapshot& earlier, const CacheSnapshot& later, std::span<const std::int64_t> delta);
-  // The model is at `later`, `earlier` shifted by `delta` over one block of accesses
-  // that shifts the block before it by `delta`: the next `blocks` blocks repeat its
-  // outcomes, so their counts are added (cold misses found by marking `first` shifted,
-  // block by block) and the state is shifted by blocks x delta.
-  void fast_forward(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks,
-                    std::span<const std::int64_t> delta, std::span<const FirstLine> first);
+  // After block.matches(earlier, later, blocks): the model is at `later`; the next
+  // `blocks` blocks' counts are added (their cold misses found by marking the block's
+  // first lines shifted, block by block) and the lines that move with the blocks are
+  // shifted by blocks x delta.
+  void fast_forward(const CacheSnapshot& earlier, const CacheSnapshot& later, const WarpBlock& block,
+                    std::int64_t blocks);
 
  private:
   struct Impl;
