@@ -806,10 +806,11 @@ void WarpBlock::reset(std::span<const std::int64_t> delta) {
 
 void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) {
   if (overflow_) return;
+  // Only the tensors that move: a line that does not is its own shift, touched or not.
   for (const LineAccess& a : batch) {
-    if (!insert(a.line)) continue;
+    if (delta_[a.tensor] == 0 || !insert(a.line)) continue;
     low_[a.tensor] = std::min(low_[a.tensor], a.line), high_[a.tensor] = std::max(high_[a.tensor], a.line);
-    if (delta_[a.tensor] != 0) first_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
+    first_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
     if (size_ > kMaxLines) {
       overflow_ = true;
       return;

@@ -4,8 +4,6 @@
 #include <bit>
 #include <map>
 #include <numeric>
-#include <cstdio>
-#include <cstdlib>
 
 #include "compile/tiling.hpp"
 #include "looptrace/stages/cache_lines.hpp"
@@ -201,9 +199,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   };
   CacheSnapshot before, after;
   constexpr int kAttempts = 6;  // blocks compared per span before it is simulated plainly
-  const bool debug = std::getenv("LOOPTRACE_WARP_DEBUG") != nullptr;
   for (const Span& sp : spans) {
-    if (debug) std::fprintf(stderr, "span [%lld,%lld) loop %u blocks %lld x %lld iterations; simulated so far %llu\n", (long long)sp.begin, (long long)sp.end, sp.loop->id, (long long)sp.blocks, (long long)sp.loop->block, (unsigned long long)stats.simulated);
     run(now, sp.begin, false);
     now = sp.begin;
     const WarpLoop& w = *sp.loop;
@@ -224,7 +220,6 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         now += left * block_time;
         break;
       }
-      if (debug) std::fprintf(stderr, "  block %lld: no shift (overflow %d)\n", (long long)b, int(first.overflow()));
       std::swap(before, after);
     }
   }

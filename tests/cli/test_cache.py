@@ -168,8 +168,50 @@ def test_errors():
               (" ".join(args), words, r.returncode, r.stderr.strip()))
 
 
+COPY = """workload:
+  iteration_space_shape:
+    m: 0 <= m < 64
+    n: 0 <= n < 16
+  bits_per_value: {All: 32}
+  einsums:
+  - name: Copy
+    tensor_accesses:
+    - {name: A, projection: [m, n]}
+    - {name: B, projection: [m, n], output: True}
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [A, B]}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: Copy, component: MAC}
+"""
+
+
+def test_warp():
+    # B[m, n] = A[m, n], one 64-byte row of each a timestep: a 4-line LRU cache holds
+    # the last two rows of each, so every access misses for the first time and every B
+    # line is written back (60 evicted, 4 at the end). From the third row on each row's
+    # block ends in its start state shifted by a row: the rest is counted, not simulated.
+    spec = harness.write("copy_rows.yaml", COPY)
+    for ways in ("full", "2"):
+        got = {}
+        for warp in ([], ["--no-warp"]):
+            r = run("cache", spec, "--size", "256", "--ways", ways, "--align", "4096", *warp)
+            check(r.returncode == 0, "cache copy --ways %s %s exits 0 (%s)" % (ways, warp, r.stderr.strip()))
+            got[bool(warp)] = json.loads(r.stdout) if r.returncode == 0 else None
+        if None in got.values():
+            continue
+        c = got[False]["caches"][0]
+        check(counts(c, *F) == (128, 0, 128, 128, 0, 0, 64), "copy rows --ways %s: %s" % (ways, counts(c, *F)))
+        w = got[False]["warp"]
+        check(w is not None and w["warps"] == 1 and w["skipped"] > 0 and w["simulated"] + w["skipped"] == 128,
+              "copy rows --ways %s warps once: %s" % (ways, w))
+        check(got[True]["warp"] is None, "--no-warp simulates every access")
+        plain = dict(got[True], warp=None)
+        check(dict(got[False], warp=None) == plain, "copy rows --ways %s: the warp's report is the plain one" % ways)
+
+
 def main():
-    return harness.main((test_worked_example, test_transfers_source_and_hierarchy, test_curve, test_text, test_misses,
+    return harness.main((test_warp, test_worked_example, test_transfers_source_and_hierarchy, test_curve, test_text, test_misses,
                          test_selection, test_layout_moves_the_conflict, test_layout_transfers_source,
                          test_layout_errors, test_errors))
 

@@ -128,9 +128,9 @@ struct FirstLine {
 
 class CacheModel;
 
-// The lines one block of a warp touched: each once, the first touches of the tensors
-// that move (`delta` != 0), and per tensor the lowest and highest line. Memory follows
-// the block's distinct lines, up to kMaxLines (then overflow(): no warp).
+// The lines one block of a warp touched of the tensors that move (`delta` != 0): each
+// once, with its first access's counters, and per tensor the lowest and highest line.
+// Memory follows those distinct lines, up to kMaxLines (then overflow(): no warp).
 class WarpBlock {
  public:
   static constexpr std::size_t kMaxLines = std::size_t(1) << 22;
