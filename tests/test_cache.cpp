@@ -268,6 +268,88 @@ TEST_CASE("cache: a set of 16 or 32 ways is a fully associative cache of its lin
     }
 }
 
+TEST_CASE("cache: the engines made for a shape are the generic engine, access for access") {
+  // The 64-byte-block engines (LRU, FIFO, PLRU up to 16 ways) against a stamp or tree
+  // per way: random lines of three tensors over 1 to 64 sets, a third writes, under
+  // each write policy; every outcome (hit, victim, its owner, dirty, fetched, through)
+  // and every count, write-backs at the end included.
+  std::mt19937_64 rng(29);
+  int runs = 0;
+  for (CachePolicy p : {CachePolicy::plru, CachePolicy::lru, CachePolicy::fifo})
+    for (std::uint64_t ways : {1u, 2u, 4u, 8u, 16u})
+      for (std::uint64_t sets : {1u, 3u, 4u, 64u})
+        for (int write_mode = 0; write_mode < 3; ++write_mode) {
+          CacheConfig c = shape(sets * ways, ways, 1, p);
+          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2;
+          // Lines over about twice the cache, so that sets fill, evict and come back.
+          const std::uint64_t span = 2 * sets * ways + 1;
+          std::vector<LineAccess> in;
+          for (int i = 0; i < 4000; ++i) {
+            const std::uint64_t line = rng() % span;
+            in.push_back({i / 4, line, kNoTrace, std::uint32_t(line % 3), rng() % 3 == 0});
+          }
+          CacheModel fast(c, 3, 0), generic(c, 3, 0, CacheEngine::generic);
+          std::vector<CacheAccess> a, b;
+          // In uneven batches: an engine keeps nothing per batch.
+          for (std::size_t at = 0; at < in.size();) {
+            const std::size_t n = std::min<std::size_t>(in.size() - at, 1 + rng() % 700);
+            fast.run(std::span(in).subspan(at, n), a);
+            generic.run(std::span(in).subspan(at, n), b);
+            at += n;
+          }
+          fast.finish(), generic.finish();
+          CAPTURE(policy_name(p));
+          CAPTURE(ways);
+          CAPTURE(sets);
+          CAPTURE(write_mode);
+          REQUIRE(a.size() == b.size());
+          std::size_t differ = 0;
+          for (std::size_t i = 0; i < a.size(); ++i)
+            differ += a[i].flags != b[i].flags || a[i].victim != b[i].victim ||
+                      a[i].victim_tensor != b[i].victim_tensor || a[i].address != b[i].address;
+          CHECK(differ == 0);
+          const CacheReport x = fast.report(), y = generic.report();
+          CHECK(x.total.hits == y.total.hits);
+          CHECK(x.total.misses == y.total.misses);
+          CHECK(x.total.writebacks == y.total.writebacks);
+          CHECK(x.total.write_throughs == y.total.write_throughs);
+          CHECK(x.total.capacity == y.total.capacity);
+          for (std::size_t t = 0; t < 3; ++t) {
+            CHECK(x.tensors[t].hits == y.tensors[t].hits);
+            CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
+          }
+          // Neither all hits nor all misses: the sets were exercised.
+          CHECK(x.total.hits > 0);
+          CHECK(x.total.misses > x.total.cold);
+          ++runs;
+        }
+  CHECK(runs == 3 * 5 * 4 * 3);
+}
+
+TEST_CASE("cache: PLRU over 8 ways by hand, the lowest empty way first") {
+  // One set of 8 ways; nodes 0 (ways 0-7), 1 (0-3), 2 (4-7), 3 (0-1), 4 (2-3), 5 (4-5),
+  // 6 (6-7); a hit or fill points each node on its way's path away from it. Lines 0..7
+  // fill ways 0..7, the lowest empty way first (after ways 0 and 1 the root points
+  // right, yet line 2 takes way 2); way 7's fill leaves every node pointing left: line 8 evicts way 0
+  // (line 0) and points 0, 1, 3 right; line 9 follows 0 right, 2 left, 5 left: way 4
+  // (line 4), pointing 0 left, 2 and 5 right. Line 3 hits and points 0 right, 1 and 4
+  // left; line 10 follows 0 right, 2 right, 6 left: way 6 (line 6), where LRU would
+  // evict line 2.
+  CacheModel m(shape(8, 8, 1, CachePolicy::plru), 1, 0);
+  std::vector<CacheAccess> out;
+  m.run(lines_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 10}), out);
+  REQUIRE(out.size() == 12);
+  for (std::size_t i = 0; i < 8; ++i) CHECK((!out[i].is(CacheAccess::hit) && !out[i].is(CacheAccess::evicted)));
+  CHECK((out[8].is(CacheAccess::evicted) && out[8].victim == 0));
+  CHECK((out[9].is(CacheAccess::evicted) && out[9].victim == 4));
+  CHECK(out[10].is(CacheAccess::hit));
+  CHECK((out[11].is(CacheAccess::evicted) && out[11].victim == 6));
+  CacheModel g(shape(8, 8, 1, CachePolicy::plru), 1, 0, CacheEngine::generic);
+  std::vector<CacheAccess> same;
+  g.run(lines_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 10}), same);
+  CHECK(same[11].victim == 6);
+}
+
 TEST_CASE("cache lines: the trace as runs gives the lines the elements give") {
   // trace_runs_pipeline hands on a record per run of elements; cache_lines(B, map,
   // true) must make of it exactly the line accesses of the element trace.
