@@ -100,6 +100,7 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
     run.tensors = traced_tensors(s, trace.context());
     // The compute sees no one level: the layout's entries for every level place it.
     AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
+    run.addresses = map;
     pull(std::move(trace) | cache_lines(line, std::move(map), true), options, run, each);
     return run;
   }

@@ -34,6 +34,7 @@ struct CacheRun {
   std::vector<CacheReport> caches;
   std::optional<ReuseDistances> curve;
   bool transfers_empty_level = false;  // --source transfers:L of a level with no child
+  std::optional<AddressMap> addresses;  // source "trace": the layout the lines came from
 };
 
 // "1048576", "64KiB", "1MiB", "2GiB" (also "B", "KB" = KiB, "MB", "GB"); SpecError
