@@ -230,6 +230,76 @@ TEST_CASE("reuse distances: by hand, and against a plain LRU stack") {
   }
 }
 
+TEST_CASE("reuse distances: random streams against an O(n^2) stack, in uneven batches") {
+  // Uniform lines, sweeps with jumps, and a stream of new lines among recent ones (the
+  // cold accesses' bits wait outside the levels until time leaves their block); up to
+  // 8000 lines, so the times are renumbered many times and span three levels of
+  // counts. The histogram, the cold accesses, the lines, and the curve in total and
+  // per tensor (tensor = line % 3) against a plain LRU stack.
+  std::mt19937_64 rng(41);
+  for (int kind = 0; kind < 3; ++kind)
+    for (std::uint64_t lines : {50u, 700u, 8000u}) {
+      std::vector<LineAccess> in;
+      std::uint64_t fresh = 0, start = 0;
+      for (int i = 0; i < 20000; ++i) {
+        std::uint64_t l;
+        if (kind == 0) {
+          l = rng() % lines;
+        } else if (kind == 1) {
+          if (i % 1500 == 0) start = rng() % lines;
+          l = (start + rng() % 256) % lines;
+        } else {
+          // A new line a tenth of the time, else one of the last `lines` new ones, the
+          // recent ones more often.
+          const std::uint64_t back = std::min<std::uint64_t>(fresh, lines);
+          l = fresh == 0 || rng() % 10 == 0 ? fresh++ : fresh - 1 - rng() % (rng() % back + 1);
+        }
+        in.push_back({i, l, kNoTrace, std::uint32_t(l % 3), false});
+      }
+      ReuseDistances d(3);
+      for (std::size_t at = 0; at < in.size();) {
+        const std::size_t n = std::min<std::size_t>(in.size() - at, rng() % 3000);
+        d.run(std::span(in).subspan(at, n));
+        at += n;
+      }
+      std::vector<std::uint64_t> stack, hist;
+      std::vector<std::int64_t> dist;  // per access; -1 cold
+      for (const LineAccess& a : in) {
+        const auto it = std::find(stack.begin(), stack.end(), a.line);
+        std::int64_t dd = -1;
+        if (it != stack.end()) {
+          dd = std::int64_t(stack.end() - it) - 1;
+          if (std::size_t(dd) >= hist.size()) hist.resize(std::size_t(dd) + 1);
+          ++hist[std::size_t(dd)];
+          stack.erase(it);
+        }
+        dist.push_back(dd);
+        stack.push_back(a.line);
+      }
+      CAPTURE(kind);
+      CAPTURE(lines);
+      std::vector<std::uint64_t> got = d.histogram();
+      while (!got.empty() && got.back() == 0) got.pop_back();
+      CHECK(got == hist);
+      CHECK(d.lines() == stack.size());
+      CHECK(d.cold() == std::uint64_t(std::count(dist.begin(), dist.end(), -1)));
+      CHECK(d.accesses() == in.size());
+      // Misses at 2^k lines: cold, or a distance >= 2^k.
+      const auto misses = [&](std::uint64_t c, int tensor) {
+        std::uint64_t m = 0;
+        for (std::size_t i = 0; i < in.size(); ++i)
+          if (tensor < 0 || in[i].tensor == std::uint32_t(tensor)) m += dist[i] < 0 || std::uint64_t(dist[i]) >= c;
+        return m;
+      };
+      const auto total = d.misses_at_powers();
+      for (std::size_t k = 0; k < total.size(); ++k) CHECK(total[k] == misses(std::uint64_t(1) << k, -1));
+      for (std::uint32_t t = 0; t < 3; ++t) {
+        const auto mine = d.misses_at_powers(t);
+        for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == misses(std::uint64_t(1) << k, int(t)));
+      }
+    }
+}
+
 TEST_CASE("cache: shapes it refuses") {
   CHECK_THROWS_WITH_AS(check_cache_config(shape(1000, 16)), doctest::Contains("not a whole number of 64 bytes lines"),
                        SpecError);
