@@ -101,6 +101,14 @@ def test_cache_misses_by_hand():
     # Three lines fully associative: the cold misses at t = 0 alone.
     fig, axes = looptrace.plot_access_trace(_conv(), cache={"size": 192, "ways": "full", "align": 64})
     assert _miss_points(axes) == [[(0, 0)], [(0, 0)], [(0, 0)]]
+    # W blocked by 128 (README "Caches"): W's 128 bytes from 64 push O to line 3, so W
+    # and O share set 1 and miss every time, and I alone in set 0 misses once.
+    lay = {"layout": {"tensors": {"W": {"block": {"R": 128}}}}}
+    fig, axes = looptrace.plot_access_trace(_conv(), cache={"size": 128, "ways": 1, "align": 64, "layout": lay})
+    i, w, o = _miss_points(axes)
+    assert i == [(0, 0)]
+    assert w == [(t, t % 3) for t in range(24)]
+    assert o == [(t, t // 3) for t in range(24)]
     # The same cache as an object with the option names as attributes.
     from types import SimpleNamespace
 
