@@ -1,7 +1,7 @@
 // Cache simulation rates (README "Caches"): the bare model, 1 MiB 16-way LRU, over a
 // synthetic stream of line accesses (a blocked sweep over 4 MiB, 1/4 writes), with and
-// without the three Cs; reuse distances over the same stream; then the whole `cache`
-// pipeline over the tiled GEMM's trace.
+// without the three Cs; FIFO and PLRU (PLRU also on the generic engine, the one more
+// than 16 ways take); reuse distances over the same stream.
 //
 //   build/bench/looptrace_bench_cache [LINE_ACCESSES]
 #include <time.h>
@@ -66,8 +66,9 @@ double timed(std::size_t batches, Fn fn) {
 
 // `outcomes`: each access's CacheAccess written (the stage's output); else the counts
 // alone (what `looptrace cache` reports).
-void bench_model(std::size_t batches, CacheConfig c, const char* label, bool outcomes = false) {
-  CacheModel m(c, 3, 1);
+void bench_model(std::size_t batches, CacheConfig c, const char* label, bool outcomes = false,
+                 CacheEngine engine = CacheEngine::fastest) {
+  CacheModel m(c, 3, 1, engine);
   std::vector<CacheAccess> out;
   out.reserve(4096);
   const double s = timed(batches, [&](std::span<const LineAccess> b) {
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   bench_model(batches, c, "1 MiB 16-way FIFO");
   c.policy = CachePolicy::plru;
   bench_model(batches, c, "1 MiB 16-way PLRU");
+  bench_model(batches, c, "the same, the generic engine (a byte a node)", false, CacheEngine::generic);
   c.policy = CachePolicy::lru;
   c.three_cs = true;
   bench_model(batches, c, "1 MiB 16-way LRU with the three Cs");

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "looptrace/sinks/describe.hpp"
@@ -552,6 +554,64 @@ py::object cache_py(SpecHandle& h, const TraceOptions& options, CacheRunOptions 
   return out;
 }
 
+// plot_access_trace(cache=): which of the given element accesses miss one cache over
+// the trace. An element access (timestep t, trace k, element e) misses when a line of
+// its bytes (under the layout the cache's lines came from) missed as the access of
+// trace k at t: the cache sees such a line once per timestep and trace. `points`:
+// (einsum, tensor, timesteps, elements) per array pair; one bool array each.
+py::list cache_miss_masks(SpecHandle& h, const TraceOptions& options, CacheRunOptions how,
+                          const std::string& layout_text, const std::string& layout_file, const py::list& points) {
+  const auto schedule = h.schedule();
+  const Schedule& s = *schedule;
+  if (how.caches.size() != 1 || how.source != "trace")
+    throw py::value_error("misses are marked for one cache over the trace");
+  std::optional<LayoutSpec> layout;
+  if (!layout_file.empty()) {
+    layout = parse_layout(layout_text, layout_file);
+    check_layout_names(s, *layout);
+    how.layout = &*layout;
+  }
+  const unsigned shift = unsigned(std::countr_zero(how.caches.front().line_bytes));
+  struct Missed {
+    std::int64_t timestep;
+    std::uint32_t trace;
+    std::uint64_t line;
+    auto operator<=>(const Missed&) const = default;
+  };
+  std::vector<Missed> missed;
+  CacheRun run;
+  {
+    py::gil_scoped_release nogil;
+    run = simulate_caches(s, options, how, [&](std::span<const CacheAccess> b) {
+      for (const CacheAccess& a : b)
+        if (!a.is(CacheAccess::hit) && a.trace != kNoTrace) missed.push_back({a.timestep, a.trace, a.address >> shift});
+    });
+    std::sort(missed.begin(), missed.end());
+  }
+  const AddressMap& map = *run.addresses;
+  py::list out;
+  for (const py::handle item : points) {
+    const auto [einsum, tensor, t_obj, e_obj] = item.cast<std::tuple<std::string, std::string, py::object, py::object>>();
+    const auto t = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(t_obj);
+    const auto e = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(e_obj);
+    if (!t || !e || t.size() != e.size()) throw py::value_error("timesteps and elements must be int arrays of one size");
+    std::uint32_t k = 0;
+    while (k < s.traces.size() && (s.traces[k].einsum != einsum || s.traces[k].tensor != tensor)) ++k;
+    if (k == s.traces.size()) throw py::value_error("no trace of tensor '" + tensor + "' in Einsum '" + einsum + "'");
+    const auto x = std::uint32_t(s.traces[k].tensor_index);
+    std::vector<std::uint8_t> mask(std::size_t(t.size()), 0);
+    const std::int64_t* tp = t.data();
+    const std::int64_t* ep = e.data();
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      const std::uint64_t a = map.address(x, ep[i]);
+      for (std::uint64_t l = a >> shift; l <= (a + map.bytes[x] - 1) >> shift && !mask[i]; ++l)
+        mask[i] = std::binary_search(missed.begin(), missed.end(), Missed{tp[i], k, l});
+    }
+    out.append(adopt(std::move(mask)).attr("view")("bool"));
+  }
+  return out;
+}
+
 py::object summary_py(SpecHandle& h, const TraceOptions& options, const std::string& windows, int threads) {
   const auto schedule = h.schedule();
   SummaryOptions so;
@@ -858,6 +918,16 @@ PYBIND11_MODULE(_looptrace, m) {
                     cache_options(size, ways, line_bytes, policy, write_through, write_allocate, caches, source,
                                   align, curve || arrays),
                     arrays, layout_text, layout_file);
+  });
+  m.def("cache_miss_masks", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
+                               const std::string& size, const std::string& ways, std::uint64_t line_bytes,
+                               const std::string& policy, bool write_through, bool write_allocate, std::uint64_t align,
+                               const std::string& layout_text, const std::string& layout_file, const py::list& points) {
+    const py::object none = py::none();
+    return cache_miss_masks(h, trace_options(tensors, einsums, max_timesteps, none, none, none, none, 0),
+                            cache_options(size, ways, line_bytes, policy, write_through, write_allocate, {}, "trace",
+                                          align, false),
+                            layout_text, layout_file, points);
   });
   m.def("bin_points", &bin_points);
   m.def("unravel", &unravel_py);

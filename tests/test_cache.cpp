@@ -230,6 +230,76 @@ TEST_CASE("reuse distances: by hand, and against a plain LRU stack") {
   }
 }
 
+TEST_CASE("reuse distances: random streams against an O(n^2) stack, in uneven batches") {
+  // Uniform lines, sweeps with jumps, and a stream of new lines among recent ones (the
+  // cold accesses' bits wait outside the levels until time leaves their block); up to
+  // 8000 lines, so the times are renumbered many times and span three levels of
+  // counts. The histogram, the cold accesses, the lines, and the curve in total and
+  // per tensor (tensor = line % 3) against a plain LRU stack.
+  std::mt19937_64 rng(41);
+  for (int kind = 0; kind < 3; ++kind)
+    for (std::uint64_t lines : {50u, 700u, 8000u}) {
+      std::vector<LineAccess> in;
+      std::uint64_t fresh = 0, start = 0;
+      for (int i = 0; i < 20000; ++i) {
+        std::uint64_t l;
+        if (kind == 0) {
+          l = rng() % lines;
+        } else if (kind == 1) {
+          if (i % 1500 == 0) start = rng() % lines;
+          l = (start + rng() % 256) % lines;
+        } else {
+          // A new line a tenth of the time, else one of the last `lines` new ones, the
+          // recent ones more often.
+          const std::uint64_t back = std::min<std::uint64_t>(fresh, lines);
+          l = fresh == 0 || rng() % 10 == 0 ? fresh++ : fresh - 1 - rng() % (rng() % back + 1);
+        }
+        in.push_back({i, l, kNoTrace, std::uint32_t(l % 3), false});
+      }
+      ReuseDistances d(3);
+      for (std::size_t at = 0; at < in.size();) {
+        const std::size_t n = std::min<std::size_t>(in.size() - at, rng() % 3000);
+        d.run(std::span(in).subspan(at, n));
+        at += n;
+      }
+      std::vector<std::uint64_t> stack, hist;
+      std::vector<std::int64_t> dist;  // per access; -1 cold
+      for (const LineAccess& a : in) {
+        const auto it = std::find(stack.begin(), stack.end(), a.line);
+        std::int64_t dd = -1;
+        if (it != stack.end()) {
+          dd = std::int64_t(stack.end() - it) - 1;
+          if (std::size_t(dd) >= hist.size()) hist.resize(std::size_t(dd) + 1);
+          ++hist[std::size_t(dd)];
+          stack.erase(it);
+        }
+        dist.push_back(dd);
+        stack.push_back(a.line);
+      }
+      CAPTURE(kind);
+      CAPTURE(lines);
+      std::vector<std::uint64_t> got = d.histogram();
+      while (!got.empty() && got.back() == 0) got.pop_back();
+      CHECK(got == hist);
+      CHECK(d.lines() == stack.size());
+      CHECK(d.cold() == std::uint64_t(std::count(dist.begin(), dist.end(), -1)));
+      CHECK(d.accesses() == in.size());
+      // Misses at 2^k lines: cold, or a distance >= 2^k.
+      const auto misses = [&](std::uint64_t c, int tensor) {
+        std::uint64_t m = 0;
+        for (std::size_t i = 0; i < in.size(); ++i)
+          if (tensor < 0 || in[i].tensor == std::uint32_t(tensor)) m += dist[i] < 0 || std::uint64_t(dist[i]) >= c;
+        return m;
+      };
+      const auto total = d.misses_at_powers();
+      for (std::size_t k = 0; k < total.size(); ++k) CHECK(total[k] == misses(std::uint64_t(1) << k, -1));
+      for (std::uint32_t t = 0; t < 3; ++t) {
+        const auto mine = d.misses_at_powers(t);
+        for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == misses(std::uint64_t(1) << k, int(t)));
+      }
+    }
+}
+
 TEST_CASE("cache: shapes it refuses") {
   CHECK_THROWS_WITH_AS(check_cache_config(shape(1000, 16)), doctest::Contains("not a whole number of 64 bytes lines"),
                        SpecError);
@@ -266,6 +336,88 @@ TEST_CASE("cache: a set of 16 or 32 ways is a fully associative cache of its lin
       }
       CHECK(got == want);
     }
+}
+
+TEST_CASE("cache: the engines made for a shape are the generic engine, access for access") {
+  // The 64-byte-block engines (LRU, FIFO, PLRU up to 16 ways) against a stamp or tree
+  // per way: random lines of three tensors over 1 to 64 sets, a third writes, under
+  // each write policy; every outcome (hit, victim, its owner, dirty, fetched, through)
+  // and every count, write-backs at the end included.
+  std::mt19937_64 rng(29);
+  int runs = 0;
+  for (CachePolicy p : {CachePolicy::plru, CachePolicy::lru, CachePolicy::fifo})
+    for (std::uint64_t ways : {1u, 2u, 4u, 8u, 16u})
+      for (std::uint64_t sets : {1u, 3u, 4u, 64u})
+        for (int write_mode = 0; write_mode < 3; ++write_mode) {
+          CacheConfig c = shape(sets * ways, ways, 1, p);
+          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2;
+          // Lines over about twice the cache, so that sets fill, evict and come back.
+          const std::uint64_t span = 2 * sets * ways + 1;
+          std::vector<LineAccess> in;
+          for (int i = 0; i < 4000; ++i) {
+            const std::uint64_t line = rng() % span;
+            in.push_back({i / 4, line, kNoTrace, std::uint32_t(line % 3), rng() % 3 == 0});
+          }
+          CacheModel fast(c, 3, 0), generic(c, 3, 0, CacheEngine::generic);
+          std::vector<CacheAccess> a, b;
+          // In uneven batches: an engine keeps nothing per batch.
+          for (std::size_t at = 0; at < in.size();) {
+            const std::size_t n = std::min<std::size_t>(in.size() - at, 1 + rng() % 700);
+            fast.run(std::span(in).subspan(at, n), a);
+            generic.run(std::span(in).subspan(at, n), b);
+            at += n;
+          }
+          fast.finish(), generic.finish();
+          CAPTURE(policy_name(p));
+          CAPTURE(ways);
+          CAPTURE(sets);
+          CAPTURE(write_mode);
+          REQUIRE(a.size() == b.size());
+          std::size_t differ = 0;
+          for (std::size_t i = 0; i < a.size(); ++i)
+            differ += a[i].flags != b[i].flags || a[i].victim != b[i].victim ||
+                      a[i].victim_tensor != b[i].victim_tensor || a[i].address != b[i].address;
+          CHECK(differ == 0);
+          const CacheReport x = fast.report(), y = generic.report();
+          CHECK(x.total.hits == y.total.hits);
+          CHECK(x.total.misses == y.total.misses);
+          CHECK(x.total.writebacks == y.total.writebacks);
+          CHECK(x.total.write_throughs == y.total.write_throughs);
+          CHECK(x.total.capacity == y.total.capacity);
+          for (std::size_t t = 0; t < 3; ++t) {
+            CHECK(x.tensors[t].hits == y.tensors[t].hits);
+            CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
+          }
+          // Neither all hits nor all misses: the sets were exercised.
+          CHECK(x.total.hits > 0);
+          CHECK(x.total.misses > x.total.cold);
+          ++runs;
+        }
+  CHECK(runs == 3 * 5 * 4 * 3);
+}
+
+TEST_CASE("cache: PLRU over 8 ways by hand, the lowest empty way first") {
+  // One set of 8 ways; nodes 0 (ways 0-7), 1 (0-3), 2 (4-7), 3 (0-1), 4 (2-3), 5 (4-5),
+  // 6 (6-7); a hit or fill points each node on its way's path away from it. Lines 0..7
+  // fill ways 0..7, the lowest empty way first (after ways 0 and 1 the root points
+  // right, yet line 2 takes way 2); way 7's fill leaves every node pointing left: line 8 evicts way 0
+  // (line 0) and points 0, 1, 3 right; line 9 follows 0 right, 2 left, 5 left: way 4
+  // (line 4), pointing 0 left, 2 and 5 right. Line 3 hits and points 0 right, 1 and 4
+  // left; line 10 follows 0 right, 2 right, 6 left: way 6 (line 6), where LRU would
+  // evict line 2.
+  CacheModel m(shape(8, 8, 1, CachePolicy::plru), 1, 0);
+  std::vector<CacheAccess> out;
+  m.run(lines_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 10}), out);
+  REQUIRE(out.size() == 12);
+  for (std::size_t i = 0; i < 8; ++i) CHECK((!out[i].is(CacheAccess::hit) && !out[i].is(CacheAccess::evicted)));
+  CHECK((out[8].is(CacheAccess::evicted) && out[8].victim == 0));
+  CHECK((out[9].is(CacheAccess::evicted) && out[9].victim == 4));
+  CHECK(out[10].is(CacheAccess::hit));
+  CHECK((out[11].is(CacheAccess::evicted) && out[11].victim == 6));
+  CacheModel g(shape(8, 8, 1, CachePolicy::plru), 1, 0, CacheEngine::generic);
+  std::vector<CacheAccess> same;
+  g.run(lines_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 10}), same);
+  CHECK(same[11].victim == 6);
 }
 
 TEST_CASE("cache lines: the trace as runs gives the lines the elements give") {

@@ -5,9 +5,10 @@ x is the timestep, y the tensor element (or, with ``rank=``, the coordinate alon
 rank), one axes per tensor on a shared time axis. ``memory_level=`` shades one block
 per tile window of that level: from ``start - 0.5`` to ``end - 0.5`` in time and from
 the lowest to the highest element resident in the window (+- 0.5), as one
-``PatchCollection`` per axes. Past ``max_scatter_points`` accesses the panels are density
-rasters binned in C++ (a Spec is then streamed, never held), so matplotlib never gets
-more than a raster's cells.
+``PatchCollection`` per axes. ``cache=`` runs one cache over the traced selection and
+marks the accesses that miss it with crosses. Past ``max_scatter_points`` accesses the
+panels are density rasters binned in C++ (a Spec is then streamed, never held), so
+matplotlib never gets more than a raster's cells.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ _OTHER = "#8a8a85"
 _MIXED = "#7f7f7f"
 _READ_MARKER, _WRITE_MARKER = "s", "^"
 _TILE_COLOR = "#dcdcd4"
+_MISS_COLOR, _MISS_MARKER = "#d01c1c", "x"
+# What cache= takes: cache()'s options for one cache over the trace.
+_CACHE_OPTIONS = ("size", "ways", "line_bytes", "policy", "write_through", "write_allocate", "align", "layout")
 _EMPTY, _SEVERAL = 0xFFFF, 0xFFFE
 
 
@@ -43,6 +47,8 @@ def plot_access_trace(
     figsize=None,
     max_scatter_points: int = 200_000,
     raster_shape: tuple = (120, 480),
+    cache=None,
+    miss_color: str = _MISS_COLOR,
     **trace_kwargs,
 ):
     """Plot timestep (x) against accessed element (y); returns ``(fig, axes)``.
@@ -53,20 +59,44 @@ def plot_access_trace(
     ``"access"`` (read vs write). More than ``max_scatter_points`` accesses are drawn as
     ``raster_shape`` (rows, columns) density rasters computed in C++; a Spec is then
     streamed, never held, and needs no ``max_points``.
+
+    ``cache``: a dict of ``looptrace.cache()``'s options for one cache (``size``,
+    ``ways``, ``line_bytes``, ``policy``, ``write_through``, ``write_allocate``,
+    ``align``, ``layout``; the rest default as there), or an object with those
+    attributes. The cache runs over the trace of the plotted selection (the tensors,
+    Einsums and timesteps drawn, as ``cache(spec, tensors=..., einsums=...,
+    max_timesteps=...)`` would), and each access that misses is marked with a
+    ``miss_color`` cross over its point (legend: "cache miss"; the crosses are the
+    collection whose ``get_gid()`` is ``"cache-miss"``). The cache sees lines, once
+    per timestep and Einsum access (SEMANTICS.md "Caches"); an element access (timestep
+    t, element e of a tensor, by an Einsum) misses when a line its bytes cover missed
+    as that Einsum's access to the tensor at t, so the elements of one line at one
+    timestep miss or hit together. Needs a Spec (or Mapping), not an AccessTrace, and
+    a scatter (no more than ``max_scatter_points`` accesses).
     """
     if color_by not in ("einsum", "access"):
         raise ValueError(f"color_by must be 'einsum' or 'access'. Got {color_by!r}.")
     from . import _handle, _names, summary, trace_accesses
 
     names = _names(tensors)
+    cache_options = None if cache is None else _cache_options(cache)
+    if cache_options is not None and isinstance(trace, AccessTrace):
+        raise TypeError("cache= runs the cache over the spec's trace: pass the Spec (or Mapping and workload=), "
+                        "not an AccessTrace.")
     if not isinstance(trace, AccessTrace):
         handle = _handle(trace, workload)
         counted = summary(trace, workload, tensors=names, windows="none", **_summary_kwargs(trace_kwargs))
         total = sum(t["n_accesses"] for t in counted["traces"])
         if total > max_scatter_points:
+            if cache_options is not None:
+                raise ValueError(f"cache= marks misses on scattered points, but the trace has {total} accesses, "
+                                 f"more than max_scatter_points={max_scatter_points}: raise it or trace less "
+                                 f"(max_timesteps=, einsums=, tensors=).")
             return _plot_streamed_raster(handle, names, color_by, rank, memory_level, level_color, ncols, ax,
                                          figsize, raster_shape, trace_kwargs)
         trace = trace_accesses(trace, workload=workload, tensors=names, **trace_kwargs)
+        if cache_options is not None:
+            misses = _miss_masks(handle, trace, names, trace_kwargs, cache_options)
     elif trace_kwargs:
         raise TypeError(
             f"Got {sorted(trace_kwargs)}, but `trace` is already an AccessTrace. Pass "
@@ -90,6 +120,9 @@ def plot_access_trace(
     x_max = max(trace.n_timesteps, 1)
     n_points = sum(t.n_accesses for name in names for t in trace.for_tensor(name))
     raster = n_points > max_scatter_points
+    if cache_options is not None and raster:
+        raise ValueError(f"cache= marks misses on scattered points, but {n_points} accesses are more than "
+                         f"max_scatter_points={max_scatter_points}.")
     for axis, tensor in zip(axes, names):
         subtraces = trace.for_tensor(tensor)
         windows = [] if memory_level is None else trace.tile_lifetime(memory_level, tensor)
@@ -111,13 +144,59 @@ def plot_access_trace(
                     linewidths=0,
                     rasterized=n_points > 50_000,
                 )
+            if cache_options is not None:
+                _draw_misses(axis, subtraces, misses, rank, size, miss_color, n_points)
         _style(axis, tensor, subtraces[0].tensor_shape, y_label, x_max, y_extent)
-    _finish(fig, axes, ax, ncols, len(names), _legend(trace, names, colors, color_by), memory_level, level_color,
-            trace.truncated, trace.n_timesteps)
+    handles = _legend(trace, names, colors, color_by)
+    if cache_options is not None:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], linestyle="none", marker=_MISS_MARKER, markersize=5, color=miss_color,
+                              label="cache miss"))
+    _finish(fig, axes, ax, ncols, len(names), handles, memory_level, level_color, trace.truncated,
+            trace.n_timesteps)
     return fig, axes
 
 
 # ---- helpers ------------------------------------------------------------------------
+def _cache_options(cache) -> dict:
+    """cache= as cache()'s keyword options: a dict, or an object's attributes of those names."""
+    if isinstance(cache, dict):
+        unknown = sorted(set(cache) - set(_CACHE_OPTIONS))
+        if unknown:
+            raise TypeError(f"cache= takes one cache's options {list(_CACHE_OPTIONS)}, not {unknown} "
+                            f"(hierarchies and transfer sources are looptrace.cache()'s).")
+        return dict(cache)
+    options = {k: getattr(cache, k) for k in _CACHE_OPTIONS if hasattr(cache, k)}
+    if not options:
+        raise TypeError(f"cache= takes a dict of cache options ({', '.join(_CACHE_OPTIONS)}) or an object with "
+                        f"those attributes, not {type(cache).__name__}.")
+    return options
+
+
+def _miss_masks(handle, trace, names, trace_kwargs, options) -> dict:
+    """Per plotted subtrace (by identity), a bool array: which of its accesses miss."""
+    from . import _layout_source, _names as names_of
+
+    layout_text, layout_file = _layout_source(options.get("layout"))
+    subtraces = list(trace.traces)
+    masks = _looptrace.cache_miss_masks(
+        handle, names, names_of(trace_kwargs.get("einsums")), trace_kwargs.get("max_timesteps"),
+        str(options.get("size", "1MiB")), str(options.get("ways", "16")), int(options.get("line_bytes", 64)),
+        str(options.get("policy", "lru")), bool(options.get("write_through", False)),
+        bool(options.get("write_allocate", True)), int(options.get("align", 4096)), layout_text, layout_file,
+        [(s.einsum, s.tensor, s.timestep, s.element) for s in subtraces])
+    return {id(s): m for s, m in zip(subtraces, masks)}
+
+
+def _draw_misses(axis, subtraces, misses, rank, size, color, n_points):
+    """The missing accesses of one axes' subtraces, as crosses over their points."""
+    t = np.concatenate([s.timestep[misses[id(s)]] for s in subtraces])
+    y = np.concatenate([np.asarray(_y_values(s, rank))[misses[id(s)]] for s in subtraces])
+    axis.scatter(t, y, s=size**2, c=color, marker=_MISS_MARKER, linewidths=max(0.6, size / 5), zorder=3,
+                 gid="cache-miss", rasterized=n_points > 50_000)
+
+
 def _summary_kwargs(trace_kwargs: dict) -> dict:
     allowed = ("einsums", "max_timesteps", "from_", "to")
     return {k: v for k, v in trace_kwargs.items() if k in allowed}

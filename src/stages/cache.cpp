@@ -384,6 +384,115 @@ class SmallSets {
   std::vector<std::uint32_t> owner_;
 };
 
+// A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), laid out as
+// SmallSets: per set one 64-byte block of its ways' 16-bit signatures (compared eight
+// at a time), dirty bytes, its tree as the bits of a word (node n in heap order, its
+// children 2n + 1 and 2n + 2; a set bit points right) and which ways are filled; the
+// tags and owners beside it. A hit or fill points every node on its way's path away
+// from it: one and-or with that way's masks, made once. A miss fills the lowest empty
+// way, else the way the tree's nodes lead to (log2(ways) steps). The tree is the
+// generic engine's, node for node, so this is the same cache, way for way.
+class PlruSets {
+ public:
+  static bool fits(std::uint64_t ways) {
+#if defined(__SSE2__)
+    return ways <= 16 && std::has_single_bit(ways);
+#else
+    (void)ways;
+    return false;
+#endif
+  }
+  void init(std::uint64_t sets, std::uint64_t ways) {
+    sets_ = sets, ways_ = ways;
+    pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
+    way_shift_ = unsigned(std::countr_zero(ways));
+    meta_.assign(sets, Meta{});
+    for (Meta& m : meta_) std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
+    tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0);
+    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
+    lane_bits_ = (1u << ways) - 1;
+    for (std::size_t w = 0; w < ways; ++w) {
+      std::uint16_t path = 0, away = 0;
+      std::size_t node = 0, lo = 0, hi = ways;
+      while (hi - lo > 1) {
+        const std::size_t mid = (lo + hi) / 2;
+        path |= std::uint16_t(1u << node);
+        if (w < mid) away |= std::uint16_t(1u << node), node = 2 * node + 1, hi = mid;
+        else node = 2 * node + 2, lo = mid;
+      }
+      path_[w] = path, away_[w] = away;
+    }
+  }
+#if defined(__SSE2__)
+  std::int64_t lookup(std::uint64_t line) {
+    set_ = std::size_t(pow2_ ? line & mask_ : line % sets_);
+    const Meta& m = meta_[set_];
+    const __m128i want = _mm_set1_epi16(short(signature(line)));
+    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
+    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
+    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
+    const std::size_t base = set_ << way_shift_;
+    const std::uint64_t* t = tag_.data() + base;
+    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
+      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
+      if (t[way] == line) return std::int64_t(base + way);
+    }
+    return -1;
+  }
+#else
+  std::int64_t lookup(std::uint64_t) { return -1; }
+#endif
+  // After lookup(), in the same set.
+  void hit(std::int64_t id) { touch(meta_[set_], std::size_t(id) & (ways_ - 1)); }
+  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor) {
+    Meta& m = meta_[set_];
+    const unsigned empty = ~unsigned(m.filled) & lane_bits_;
+    std::size_t way;
+    if (empty != 0) {
+      way = unsigned(__builtin_ctz(empty));
+    } else {
+      std::size_t node = 0;
+      for (unsigned level = 0; level < way_shift_; ++level) node = 2 * node + 1 + ((m.tree >> node) & 1u);
+      way = node - (ways_ - 1);
+    }
+    const std::size_t id = (set_ << way_shift_) + way;
+    Victim v;
+    if (empty == 0) v = {true, m.dirty[way] != 0, tag_[id], owner_[id]};
+    tag_[id] = line, owner_[id] = tensor;
+    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    m.filled = std::uint16_t(m.filled | (1u << way));
+    touch(m, way);
+    return v;
+  }
+  std::uint8_t& dirty(std::int64_t id) {
+    return meta_[std::size_t(id) >> way_shift_].dirty[std::size_t(id) & (ways_ - 1)];
+  }
+  template <class Fn>
+  void each_dirty(Fn fn) const {
+    for (std::size_t i = 0; i < tag_.size(); ++i)
+      if (tag_[i] != kNoLine && meta_[i >> way_shift_].dirty[i & (ways_ - 1)]) fn(owner_[i]);
+  }
+
+ private:
+  struct alignas(64) Meta {
+    std::uint16_t sig[16];
+    std::uint8_t dirty[16];
+    std::uint16_t tree = 0;    // bit n: node n points right
+    std::uint16_t filled = 0;  // bit w: way w holds a line
+  };
+  void touch(Meta& m, std::size_t way) { m.tree = std::uint16_t((m.tree & ~path_[way]) | away_[way]); }
+  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
+
+  std::uint64_t sets_ = 1, ways_ = 2, mask_ = 0;
+  bool pow2_ = true;
+  unsigned way_shift_ = 1, way_bits_ = 0, lane_bits_ = 0;
+  std::uint16_t path_[16] = {}, away_[16] = {};  // per way: its path's nodes, and the values pointing away
+  std::size_t set_ = 0;  // the set of the last lookup
+  std::vector<Meta> meta_;
+  std::vector<std::uint64_t> tag_;
+  std::vector<std::uint32_t> owner_;
+};
+
 // A fully associative LRU cache of N lines that only says hit or miss (the three Cs'
 // shadow): the resident lines in a hash index to their last-use time, and a ring over
 // time holding at each time the line used then if that is still its last use. The
@@ -595,7 +704,8 @@ struct CacheModel::Impl {
   SetAssociative<CachePolicy::lru> lru;  // more ways
   SetAssociative<CachePolicy::fifo> fifo;
   SetAssociative<CachePolicy::plru> plru;
-  enum class Kind { ordered, small_lru, small_fifo, lru, fifo, plru } kind = Kind::lru;
+  PlruSets small_plru;  // PLRU of at most 16 ways
+  enum class Kind { ordered, small_lru, small_fifo, lru, fifo, plru, small_plru } kind = Kind::lru;
   bool finished = false;
 
   template <bool Emit>
@@ -613,6 +723,7 @@ void CacheModel::Impl::dispatch(std::span<const LineAccess> in, std::vector<Cach
     case Kind::lru: return run<Emit>(lru, in, out);
     case Kind::fifo: return run<Emit>(fifo, in, out);
     case Kind::plru: return run<Emit>(plru, in, out);
+    case Kind::small_plru: return run<Emit>(small_plru, in, out);
   }
 }
 
@@ -669,7 +780,8 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
   }
 }
 
-CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces) : impl_(new Impl) {
+CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces, CacheEngine engine)
+    : impl_(new Impl) {
   check_cache_config(config);
   Impl& m = *impl_;
   m.config = config;
@@ -679,9 +791,10 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   m.key_tensor.assign(n_traces + n_tensors, 0);
   m.writebacks.assign(n_tensors, 0);
   if (config.three_cs) m.shadow.init(config.lines());
-  const bool full = config.sets() == 1;
+  const bool generic = engine == CacheEngine::generic;
+  const bool full = config.sets() == 1 && !generic;
   using Kind = Impl::Kind;
-  const bool small = SmallSets<CachePolicy::lru>::fits(config.associativity());
+  const bool small = SmallSets<CachePolicy::lru>::fits(config.associativity()) && !generic;
   if (full && config.policy != CachePolicy::plru && !small) {
     m.kind = Kind::ordered;
     m.ordered.init(config.lines(), config.policy == CachePolicy::lru);
@@ -693,6 +806,9 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.kind = small ? Kind::small_fifo : Kind::fifo;
     if (small) m.small_fifo.init(config.sets(), config.associativity());
     else m.fifo.init(config.sets(), config.associativity());
+  } else if (PlruSets::fits(config.associativity()) && !generic) {
+    m.kind = Kind::small_plru;
+    m.small_plru.init(config.sets(), config.associativity());
   } else {
     m.kind = Kind::plru;
     m.plru.init(config.sets(), config.associativity());
@@ -727,6 +843,7 @@ void CacheModel::finish() {
     case Kind::lru: return m.lru.each_dirty(count);
     case Kind::fifo: return m.fifo.each_dirty(count);
     case Kind::plru: return m.plru.each_dirty(count);
+    case Kind::small_plru: return m.small_plru.each_dirty(count);
   }
 }
 

@@ -101,6 +101,7 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
     run.tensors = traced_tensors(s, trace.context());
     // The compute sees no one level: the layout's entries for every level place it.
     AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
+    run.addresses = map;
     if (options.warp && !each && options.caches.size() == 1 && !options.curve) {
       CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
       WarpStats stats;

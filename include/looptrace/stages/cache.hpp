@@ -165,10 +165,18 @@ class WarpBlock {
   bool overflow_ = false;
 };
 
+// Which engine simulates a cache. `fastest`: the one made for its shape (a 64-byte
+// block per set up to 16 ways, a hash and a list when fully associative). `generic`: a
+// stamp (LRU, FIFO) or tree (PLRU) per way whatever the shape, the plain reading of
+// the contract, which tests run the fast engines against; the outcomes are the same.
+enum class CacheEngine { fastest, generic };
+
 // One cache: feed it line accesses in order, read its counts.
 class CacheModel {
  public:
-  CacheModel(const CacheConfig& config, std::size_t tensors, std::size_t traces);  // checks config
+  // Checks config.
+  CacheModel(const CacheConfig& config, std::size_t tensors, std::size_t traces,
+             CacheEngine engine = CacheEngine::fastest);
   CacheModel(CacheModel&&) noexcept;
   CacheModel& operator=(CacheModel&&) noexcept;
   ~CacheModel();

@@ -45,6 +45,7 @@ struct CacheRun {
   std::optional<ReuseDistances> curve;
   std::optional<WarpStats> warp;  // when the run warped
   bool transfers_empty_level = false;  // --source transfers:L of a level with no child
+  std::optional<AddressMap> addresses;  // source "trace": the layout the lines came from
 };
 
 // "1048576", "64KiB", "1MiB", "2GiB" (also "B", "KB" = KiB, "MB", "GB"); SpecError

@@ -5,12 +5,13 @@
 //
 //   ... | cache_lines(64) | reuse_distances() | cache(config)
 //
-// A bit per last-use time (set while it is some line's last use) and a Fenwick tree
-// over blocks of 128 times count the lines used since: word by word when the last use
-// is near, else the tree over the blocks before it; each line's last use is kept in
-// pages of 2^10 lines (4 KiB) made as lines are reached; times are renumbered when
-// they run past eight times the lines seen, so memory follows the distinct lines (about
-// 5 bytes each, and the histogram), not the trace.
+// A bit per last-use time (set while it is some line's last use) and levels of counts
+// over it (an entry per 128 times, then per 8 entries of the level below) count the
+// lines used since: the bits of the last use's block, then a masked 8-lane sum a level,
+// the same levels every access (no branch on the distance); each line's last use is
+// kept in pages of 2^10 lines (4 KiB) made as lines are reached; times are renumbered
+// when they run past eight times the lines seen, so memory follows the distinct lines
+// (about 5 bytes each, and the histogram), not the trace.
 #pragma once
 
 #include <cstdint>
