@@ -103,18 +103,17 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   }
   const std::uint64_t sets = model.sets();
 
-  // The loops to warp: for each leaf, the outermost of its loops that translates.
-  std::map<std::uint32_t, std::optional<WarpLoop>> tried;
-  std::vector<WarpLoop> loops;
+  // The loops to warp: every loop that translates, outer ones first. A span of an
+  // outer loop is tried first; where it does not warp, the spans of the loops inside it.
+  std::map<std::uint32_t, bool> tried;
+  std::vector<std::pair<std::size_t, WarpLoop>> found;  // (depth, loop)
   for (const LeafSchedule& leaf : s.leaves)
-    for (std::uint32_t id : leaf.loop_ids) {
-      auto [it, fresh] = tried.try_emplace(id);
-      if (fresh) {
-        it->second = translating_loop(s, id, map, line_bytes, sets);
-        if (it->second) loops.push_back(*it->second);
-      }
-      if (it->second) break;
-    }
+    for (std::uint32_t id : leaf.loop_ids)
+      if (tried.try_emplace(id, true).second)
+        if (auto w = translating_loop(s, id, map, line_bytes, sets)) found.emplace_back(w->level, std::move(*w));
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<WarpLoop> loops;
+  for (auto& f : found) loops.push_back(std::move(f.second));
   if (loops.empty()) return false;
 
   // The selection, as one window.
@@ -130,13 +129,27 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     const WarpLoop* loop;
   };
   std::vector<Span> spans;
-  constexpr std::size_t kMaxSpans = std::size_t(1) << 16;
+  // Memory follows the spans: at most 2^16 instances of a loop, 2^18 in all.
+  constexpr std::size_t kMaxSpans = std::size_t(1) << 16, kMaxAllSpans = std::size_t(1) << 18;
+  std::vector<TimeOdometer> odometers;
+  for (const LeafSchedule& leaf : s.leaves) odometers.push_back(leaf.odometer());
+  // Whether no other leaf has a timestep in the span (a !Pipeline or !Parallel branch
+  // beside the loop would not translate with it).
+  const auto alone = [&](const WarpLoop& w, std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < s.leaves.size(); ++i) {
+      if (std::find(w.leaves.begin(), w.leaves.end(), i) != w.leaves.end()) continue;
+      odometers[i].seek(begin);
+      if (!odometers[i].done() && odometers[i].time() < end) return false;
+    }
+    return true;
+  };
   for (const WarpLoop& w : loops) {
     const LeafSchedule& leaf = s.leaves[w.leaves.front()];
     std::vector<std::int64_t> digit(w.level, 0);
     std::int64_t instances = 1;
-    for (std::size_t l = 0; l < w.level; ++l) instances *= leaf.time_levels[l].count;
-    if (std::size_t(instances) > kMaxSpans) continue;
+    for (std::size_t l = 0; l < w.level && instances <= std::int64_t(kMaxSpans); ++l)
+      instances *= leaf.time_levels[l].count;
+    if (std::size_t(instances) > kMaxSpans || spans.size() + std::size_t(instances) > kMaxAllSpans) continue;
     for (std::int64_t n = 0; n < instances; ++n) {
       std::int64_t start = leaf.time_base + leaf.time_levels[w.level].offset;
       for (std::size_t l = 0; l < w.level; ++l)
@@ -156,32 +169,16 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       }
       const std::int64_t blocks = (j1 - j0) / w.block;
       const std::int64_t begin = start + j0 * w.period, end = begin + blocks * w.block * w.period;
-      if (blocks >= 3 && begin >= lo && end <= hi) spans.push_back({begin, end, blocks, &w});
+      if (blocks >= 3 && begin >= lo && end <= hi && alone(w, begin, end)) spans.push_back({begin, end, blocks, &w});
       for (std::size_t l = w.level; l-- > 0;) {
         if (++digit[l] < leaf.time_levels[l].count) break;
         digit[l] = 0;
       }
     }
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  // A span that another leaf's timesteps reach into (a !Pipeline or !Parallel branch
-  // beside the loop) does not translate; nor do overlapping spans.
-  {
-    std::vector<TimeOdometer> odometers;
-    for (const LeafSchedule& leaf : s.leaves) odometers.push_back(leaf.odometer());
-    std::vector<Span> kept;
-    for (const Span& sp : spans) {
-      if (!kept.empty() && sp.begin < kept.back().end) continue;
-      bool alone = true;
-      for (std::size_t i = 0; i < s.leaves.size() && alone; ++i) {
-        if (std::find(sp.loop->leaves.begin(), sp.loop->leaves.end(), i) != sp.loop->leaves.end()) continue;
-        odometers[i].seek(sp.begin);
-        alone = odometers[i].done() || odometers[i].time() >= sp.end;
-      }
-      if (alone) kept.push_back(sp);
-    }
-    spans.swap(kept);
-  }
+  // In time order, a span before the spans inside it.
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end > b.end; });
   if (spans.empty()) return false;
 
   std::int64_t now = lo;  // the timesteps before it are simulated
@@ -198,8 +195,10 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     }
   };
   CacheSnapshot before, after;
-  constexpr int kAttempts = 6;  // blocks compared per span before it is simulated plainly
-  for (const Span& sp : spans) {
+  constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
+  // Simulates [now, sp.begin), then a block of sp at a time until one matches the
+  // block before it: then the rest of its blocks are counted. False if none did.
+  const auto warp = [&](const Span& sp) {
     run(now, sp.begin, false);
     now = sp.begin;
     const WarpLoop& w = *sp.loop;
@@ -218,12 +217,29 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;
-        break;
+        return true;
       }
       std::swap(before, after);
     }
-  }
-  run(now, hi, false);
+    return false;
+  };
+  // Simulates [now, end), warping the outermost spans inside it; where one does not
+  // warp, the spans inside it from where it stopped.
+  const auto by_begin = [](const Span& sp, std::int64_t t) { return sp.begin < t; };
+  const auto within = [&](std::int64_t end, auto&& self) -> void {
+    for (auto it = std::lower_bound(spans.begin(), spans.end(), now, by_begin); it != spans.end() && it->begin < end;) {
+      if (it->end > end) {
+        ++it;
+        continue;
+      }
+      const Span& sp = *it;
+      if (!warp(sp)) self(sp.end, self);
+      it = std::lower_bound(spans.begin(), spans.end(), now, by_begin);
+    }
+    run(now, end, false);
+    now = end;
+  };
+  within(hi, within);
   model.finish();
   return true;
 }
