@@ -414,9 +414,145 @@ def test_refusals():
     check(r.returncode == 2 and "closed form" in r.stderr, "enumerate refused: %d %s" % (r.returncode, r.stderr))
     r = movement("01_2level_os", "conv1d", "--convention", "timeloop", "--from", "3", "--to", "9")
     check(r.returncode == 2 and "whole run" in r.stderr, "selection refused: %d %s" % (r.returncode, r.stderr))
-    r = run("transfers", os.path.join(SPECS, "conv1d.workload.yaml"), os.path.join(SPECS, "01_2level_os.mapping.yaml"),
-            "--level", "MainMemory", "--convention", "timeloop")
-    check(r.returncode == 2 and "not supported" in r.stderr, "transfers refused: %d %s" % (r.returncode, r.stderr))
+    files = [os.path.join(SPECS, "conv1d.workload.yaml"), os.path.join(SPECS, "01_2level_os.mapping.yaml")]
+    for extra, says in ((["--method", "enumerate"], "closed form"), (["--from", "3", "--to", "9"], "whole run"),
+                        (["--max-timesteps", "9"], "whole run"), (["--shard", "0/2"], "whole run")):
+        r = run("transfers", *files, "--level", "MainMemory", "--convention", "timeloop", *extra)
+        check(r.returncode == 2 and says in r.stderr and r.stdout == "",
+              "transfers %s refused: %d %s" % (extra, r.returncode, r.stderr))
+
+
+def transfer_counts(mapping, workload, level, *extra):
+    """Requests of `transfers --convention timeloop --level LEVEL` (one element a line),
+    per (child level, tensor): [reads, writes]; and the requests themselves."""
+    r = run("transfers", os.path.join(SPECS, workload + ".workload.yaml"), os.path.join(SPECS, mapping + ".mapping.yaml"),
+            "--level", level, "--convention", "timeloop", "--line-bytes", "1", *extra, timeout=300)
+    check(r.returncode == 0, "transfers %s %s: exit %d: %s" % (mapping, level, r.returncode, r.stderr))
+    requests = [json.loads(line) for line in r.stdout.splitlines()]
+    counts = {}
+    for q in requests:
+        c = counts.setdefault((q["child"], q["tensor"]), [0, 0])
+        c[q["op"] == "write"] += 1
+    return counts, requests
+
+
+def ordered(requests):
+    """Time order; at one timestep writes before reads, then addresses ascending."""
+    keys = [(q["t"], q["op"] != "write", q["address"]) for q in requests]
+    return all(a <= b for a, b in zip(keys, keys[1:]))
+
+
+def streamed_counts(mapping, workload, level, tensor):
+    """(reads, writes) of `transfers --convention timeloop --level LEVEL --tensors TENSOR`
+    (one element a line), counted as Ramulator 2's lines stream by (LD / ST: 'T' is in
+    no address)."""
+    p = subprocess.Popen([EXE, "transfers", os.path.join(SPECS, workload + ".workload.yaml"),
+                          os.path.join(SPECS, mapping + ".mapping.yaml"), "--level", level, "--tensors", tensor,
+                          "--convention", "timeloop", "--line-bytes", "1", "--format", "ramulator2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = writes = 0
+    for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+        lines += chunk.count(b"\n")
+        writes += chunk.count(b"T")
+    err = p.stderr.read().decode(errors="replace")
+    check(p.wait() == 0, "transfers %s %s %s: %s" % (mapping, level, tensor, err))
+    return [lines - writes, writes]
+
+
+def test_transfer_counts():
+    """The invariant of `transfers --convention timeloop`: on every spec of
+    tests/specs/timeloop, the requests of a level P for its child level L and a tensor
+    (one element a line) number L's parent_reads (reads) and parent_updates (writes) of
+    `movement --convention timeloop`, and so P's reads and updates in Timeloop's stats
+    (test_parent_figures). Each tensor's parent is the next level out that holds it (the
+    stats list levels innermost first); in these specs a level is the parent of one
+    child level per tensor, so a (level, tensor)'s requests are that child's."""
+    checked = 0
+    for mapping, workload, stats, expected in CASES:
+        r = movement(mapping, workload, "--convention", "timeloop")
+        if r.returncode != 0:
+            check(False, mapping + ": movement exit %d" % r.returncode)
+            continue
+        got = entries(json.loads(r.stdout))
+        keys = list(expected)
+        children = {}
+        for i, key in enumerate(keys):
+            parent = next((k for k in keys[i + 1:] if k[1] == key[1]), None)
+            if parent is not None:
+                children.setdefault(parent, []).append(key)
+        for (level, tensor) in keys:
+            kids = children.get((level, tensor), [])
+            check(len(kids) <= 1, "%s %s %s: one child level" % (mapping, level, tensor))
+            want = [0, 0]
+            for kid in kids:
+                want = [got[kid]["parent_reads"], got[kid]["parent_updates"]]
+            have = streamed_counts(mapping, workload, level, tensor)
+            checked += 1
+            check(have == want, "%s %s -> %s: requests (reads, writes) %s, movement's parent reads and updates %s"
+                  % (mapping, (level, tensor), kids, have, want))
+    print("transfer counts checked: %d (level, tensor) pairs" % checked)
+
+
+def test_transfer_order():
+    """The requests in the contract's order (time; at one timestep writes first, then
+    addresses ascending), attributed to the child levels the specs give, on the specs
+    whose traces are small enough to read as JSON."""
+    for mapping, workload, _, expected in CASES:
+        if not mapping.startswith(tuple("0%d" % i for i in range(6))):
+            continue
+        levels = list(dict.fromkeys(level for level, _ in expected))
+        for level in levels:
+            counts, requests = transfer_counts(mapping, workload, level)
+            check(ordered(requests), "%s %s: requests out of order" % (mapping, level))
+            for child, tensor in counts:
+                check((child, tensor) in expected and levels.index(child) < levels.index(level),
+                      "%s %s: a request for %s %s" % (mapping, level, child, tensor))
+
+
+def test_transfer_conv1d_requests():
+    """Hand-worked: conv1d (Inputs[p + r], p < 16, r < 3), MainMemory above a p loop of
+    16, Buffer (Weights, Inputs, Outputs) above the r loop of 3: Buffer's windows are
+    [3p, 3p + 3). Weights' tile [0, 3) stays put: read once at 0. Inputs' tile [p, p + 3)
+    slides by one: [0, 3) at 0, then the one new element p + 2 at 3p. Outputs' tile {p}
+    changes every window: each is updated when the next window's tile replaces it (at
+    3p + 3), never read back. Addresses: Weights at 0, Inputs at 4096, Outputs at 8192."""
+    _, requests = transfer_counts("01_2level_os", "conv1d", "MainMemory")
+    want = [(0, "read", a, "Weights") for a in range(3)] + [(0, "read", 4096 + a, "Inputs") for a in range(3)]
+    for p in range(1, 16):
+        want += [(3 * p, "write", 8192 + p - 1, "Outputs"), (3 * p, "read", 4096 + p + 2, "Inputs")]
+    want.append((48, "write", 8192 + 15, "Outputs"))
+    have = [(q["t"], q["op"], q["address"], q["tensor"]) for q in requests]
+    check(have == want, "conv1d os: %s" % have)
+    check(all(q["child"] == "Buffer" and q["level"] == "MainMemory" for q in requests), "conv1d os: child and level")
+    # Weight-stationary (r outer, 3 windows [16r, 16r + 16) of Buffer): Weights' tile {r}
+    # at 16r; Inputs' [r, r + 16): 16 at 0, then 16 + r - 1 at 16r; Outputs' tile [0, 16)
+    # stays put over the three windows: updated once, at the end (48), never read back.
+    _, requests = transfer_counts("01_2level_ws", "conv1d", "MainMemory")
+    want = [(0, "read", 0, "Weights")] + [(0, "read", 4096 + a, "Inputs") for a in range(16)]
+    for r in (1, 2):
+        want += [(16 * r, "read", r, "Weights"), (16 * r, "read", 4096 + 15 + r, "Inputs")]
+    want += [(48, "write", 8192 + a, "Outputs") for a in range(16)]
+    have = [(q["t"], q["op"], q["address"], q["tensor"]) for q in requests]
+    check(have == want, "conv1d ws: %s" % have)
+
+
+def test_transfer_read_backs():
+    """Partial sums read back: 04_3level_spatial_kp, GlobalBuffer's Outputs for the
+    RegisterFiles: 16 x 992 reads (each update but the first of an element in its
+    GlobalBuffer instance is read back first) and 16 x 1024 updates, Timeloop's
+    GlobalBuffer reads and updates; each read of an element comes after an update of it
+    by the same child (before the window that reads it back)."""
+    counts, requests = transfer_counts("04_3level_spatial_kp", "conv1d_oc_ic", "GlobalBuffer", "--tensors", "Outputs")
+    check(counts.get(("RegisterFile", "Outputs")) == [992 * 16, 1024 * 16], "kp read-backs: %s" % counts)
+    # (The 16 GlobalBuffers share the address space: an element's reads are at most its
+    # writes so far, counted per address.)
+    written, ok = {}, True
+    for q in requests:
+        if q["op"] == "write":
+            written[q["address"]] = written.get(q["address"], 0) + 1
+        else:
+            ok = ok and written.get(q["address"], 0) > 0
+    check(ok, "kp: a read-back before any update of its element")
 
 
 def test_python():
@@ -446,4 +582,4 @@ def test_python():
 
 if __name__ == "__main__":
     sys.exit(main([test_reference_figures, test_parent_figures, test_text_table, test_per_instance_default, test_per_instance_brute_force, test_refusals, test_python,
-                   test_python_argument]))
+                   test_python_argument, test_transfer_counts, test_transfer_order, test_transfer_conv1d_requests, test_transfer_read_backs]))
