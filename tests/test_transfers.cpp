@@ -457,3 +457,111 @@ mapping:
         }
       }
 }
+
+namespace {
+
+TransferOptions timeloop(const std::string& name) {
+  TransferOptions t = level(name, 1);
+  t.convention = Convention::timeloop;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("transfers: Timeloop's convention, the conv1d sliding window by hand") {
+  // I[p + r], p < 8, r < 3; MainMemory (I, W, O at 0x0, 0x1000, 0x2000) above the p
+  // loop, GlobalBuffer (node 1) above the r loop: windows [3p, 3p + 3). I's tile [p, p + 3)
+  // slides by one: [0, 3) at 0, then the new element p + 2 at 3p. W's tile [0, 3) stays
+  // put: read once. O's tile {p} is updated when the next window's tile replaces it, at
+  // 3p + 3 (writes before the reads of that timestep), never read back.
+  const Schedule s = th::compile_text(th::kConv1d);
+  std::vector<TransferRequest> want{{0, 0, false, 1, 0},      {0, 1, false, 1, 0},      {0, 2, false, 1, 0},
+                                    {0, 0x1000, false, 1, 1}, {0, 0x1001, false, 1, 1}, {0, 0x1002, false, 1, 1}};
+  for (std::int64_t p = 1; p < 8; ++p) {
+    want.push_back({3 * p, 0x2000 + std::uint64_t(p) - 1, true, 1, 2});
+    want.push_back({3 * p, std::uint64_t(p) + 2, false, 1, 0});
+  }
+  want.push_back({24, 0x2007, true, 1, 2});
+  CHECK(requests(s, {}, timeloop("MainMemory")) == want);
+  // The counts are movement's parent figures for GlobalBuffer: I 10 reads (3 + 7), W 3,
+  // O 8 updates and no read-back (each element is updated once).
+  MovementOptions how;
+  how.convention = Convention::timeloop;
+  const MovementReport m = summarize_movement(s, {}, how);
+  const auto& gb = m.levels.at(1);
+  REQUIRE(gb.level == "GlobalBuffer");
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> parent;
+  for (const auto& t : gb.tensors) parent[t.tensor] = {t.parent_reads, t.parent_updates};
+  CHECK(parent["I"] == std::pair<std::int64_t, std::int64_t>{10, 0});
+  CHECK(parent["W"] == std::pair<std::int64_t, std::int64_t>{3, 0});
+  CHECK(parent["O"] == std::pair<std::int64_t, std::int64_t>{0, 8});
+  // GlobalBuffer has no children.
+  CHECK(requests(s, {}, timeloop("GlobalBuffer")).empty());
+}
+
+TEST_CASE("transfers: Timeloop's convention counts movement's parent reads and updates") {
+  // On the Timeloop specs (tests/specs/timeloop, the tutorial's; the larger designs are
+  // in tests/cli/test_timeloop_convention.py): per child level and tensor, the requests of
+  // its parent (one element a line) are movement's parent_reads (reads) and
+  // parent_updates (writes), in Timeloop's convention.
+  const std::vector<std::pair<std::string, std::string>> specs{
+      {"00_1level", "conv1d"},
+      {"01_2level_os", "conv1d"},
+      {"01_2level_ws", "conv1d"},
+      {"02_2level_no_tiling", "conv1d_oc"},
+      {"02_2level_tiling", "conv1d_oc"},
+      {"03_3level_bypass", "conv1d_oc"},
+      {"03_3level_no_bypass", "conv1d_oc"},
+      {"04_3level_spatial_cp", "conv1d_oc_ic"},
+      {"04_3level_spatial_kp", "conv1d_oc_ic"},
+      {"05_mapper_baked", "conv1d_oc"},
+      {"05_mapper_freebypass", "conv1d_oc"},
+      {"05_mapper_null", "conv1d_oc"}};
+  MovementOptions how;
+  how.convention = Convention::timeloop;
+  for (const auto& [mapping, workload] : specs) {
+    CAPTURE(mapping);
+    const Schedule s =
+        th::compile_corpus({"timeloop/" + workload + ".workload.yaml", "timeloop/" + mapping + ".mapping.yaml"});
+    std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>> want, have;
+    for (const auto& l : summarize_movement(s, {}, how).levels)
+      for (const auto& t : l.tensors)
+        if (!t.home) want[{l.level, t.tensor}] = {t.parent_reads, t.parent_updates};
+    for (const std::string& l : s.memory_levels) {
+      const auto r = requests(s, {}, timeloop(l));
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        auto& c = have[{s.storages[r[i].child].level, s.tensors[r[i].tensor].name}];
+        (r[i].write ? c.second : c.first) += 1;
+        if (i > 0) {  // time; writes first; addresses ascending
+          const auto &a = r[i - 1], &b = r[i];
+          CHECK((a.timestep < b.timestep ||
+                 (a.timestep == b.timestep && (a.write > b.write || (a.write == b.write && a.address <= b.address)))));
+        }
+      }
+    }
+    for (const auto& [key, counts] : want) {
+      CAPTURE(key.first);
+      CAPTURE(key.second);
+      const auto got = have.count(key) ? have[key] : std::pair<std::int64_t, std::int64_t>{0, 0};
+      CHECK(got == counts);
+    }
+    for (const auto& [key, counts] : have) CHECK(want.count(key) == 1);
+  }
+}
+
+TEST_CASE("transfers: Timeloop's convention refuses what it does not define") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  TraceOptions cut;
+  cut.from = 3, cut.to = 9;
+  CHECK(th::contains(th::spec_error([&] { requests(s, cut, timeloop("MainMemory")); }).message(), "whole run"));
+  TraceOptions prefix;
+  prefix.max_timesteps = 9;
+  CHECK(th::contains(th::spec_error([&] { requests(s, prefix, timeloop("MainMemory")); }).message(), "whole run"));
+  TransferOptions e = timeloop("MainMemory");
+  e.enumerate = true;
+  CHECK(th::contains(th::spec_error([&] { requests(s, {}, e); }).message(), "closed form"));
+  // The stage over accesses follows SEMANTICS' fills and drains only.
+  CHECK(th::contains(
+      th::spec_error([&] { (void)(trace_pipeline(s, {}) | transfers(timeloop("MainMemory"))); }).message(),
+      "transfer_pipeline()"));
+}
