@@ -791,7 +791,7 @@ struct PairHash {
 
 // A multicast group of one access: its instances share their tiles and deltas.
 struct GroupState {
-  Box last;                  // its last tile that was not empty
+  Box last;                  // its tile when it last updated or sent
   std::vector<Box> pending;  // updates not sent yet: they go when the tile next changes
 };
 
@@ -804,13 +804,13 @@ struct SlotPart {
   std::vector<InstanceClass> instances;  // every instance
   RepSteps reps;
   // Per instance: its multicast group (instances that differ only along !Spatial loops
-  // below the parent whose variable the access does not use hold one tile and ask one
-  // delta: one multicast, or one reduced update, as movement's walk counts it), whether
-  // it is its group's first, and its parent instance.
+  // below the parent whose variable the access does not use: one multicast, or one
+  // reduced update, where they ask the same delta, as movement's walk counts it) and its
+  // parent instance.
   std::vector<std::uint32_t> group_of;
-  std::vector<bool> first_of_group;
   std::vector<std::int64_t> parent_of;
-  std::vector<GroupState> groups;
+  // Written accesses: per instance that sent a group's updates, those not sent yet.
+  std::map<std::size_t, GroupState> pending;
   // Written accesses: (parent instance, element) that an update reached before, as
   // bits (parent instances x tensor elements, where that is at most 2^30) or a set.
   std::vector<std::uint64_t> updated_bits;
@@ -828,6 +828,71 @@ struct SlotPart {
     return !updated.emplace(parent, element).second;
   }
 };
+
+// The digits of Timeloop's iteration that stands for the window at temporal digits
+// `real` (per temporal loop: the first, the second for the middle ones; past a partial
+// tile, the last two), as movement's walk runs them (the !Spatial loops at the first
+// instance). A digit of -1 stays -1 (the loop taken whole).
+std::vector<std::int64_t> representative_of(const SlotPart& p, const std::vector<std::int64_t>& real) {
+  const LeafSchedule& leaf = *p.part.leaf;
+  Digits d(p.above, -1);
+  for (std::size_t k = 0; k < p.spatial.size(); ++k) d[p.spatial[k]] = p.instances.front().digits[k];
+  std::vector<std::int64_t> at;
+  for (std::size_t k = 0; k < p.temporal.size(); ++k) {
+    const std::size_t j = p.temporal[k];
+    const std::int64_t x = real[k], n = leaf.loops[j].count;
+    std::int64_t r = -1;
+    if (x >= 0) {
+      const std::vector<Eval> evals = evals_of(leaf, d, j);
+      r = 0;
+      if (evals.size() == 2) r = x == 0 ? 0 : 1;
+      else if (evals.size() == 3) r = x;
+      else if (evals.size() == 4) r = x == 0 ? 0 : x == n - 1 ? n - 1 : 1;
+    }
+    d[j] = r;
+    at.push_back(r);
+  }
+  return at;
+}
+
+// Refuses (SpecError) an access whose windows' tiles are not all shaped as their
+// representatives' (a window that runs an empty or shorter tile where Timeloop's
+// iteration standing for it runs a whole one: loop iterations past the tile they are
+// given): the representative's delta would have no place on the window's tile. Per
+// rank variable, every combination of the loops above the node over it (their product
+// at most 2^20; past that, the windows check as they come).
+void check_representatives(const Schedule& s, std::size_t node, const SlotPart& p) {
+  const LeafSchedule& leaf = *p.part.leaf;
+  const StorageWindows& n = s.storages[node];
+  for (std::size_t v = 0; v < leaf.variables.size(); ++v) {
+    std::vector<std::size_t> over;
+    Wide combos = 1;
+    for (std::size_t j = 0; j < p.above; ++j)
+      if (leaf.loops[j].variable == int(v)) over.push_back(j), combos *= leaf.loops[j].count;
+    if (over.empty() || combos > Wide(1) << 20) continue;
+    Digits d(p.above, 0);  // the other variables' loops at their first iteration: v's range is the same
+    for (;;) {
+      LeafRanges real, stand;
+      ranges_of(leaf, d, p.above, real);
+      std::vector<std::int64_t> temporal;
+      for (const std::size_t j : p.temporal) temporal.push_back(d[j]);
+      const std::vector<std::int64_t> at = representative_of(p, temporal);
+      Digits e = d;
+      for (std::size_t k = 0; k < p.temporal.size(); ++k) e[p.temporal[k]] = at[k];
+      ranges_of(leaf, e, p.above, stand);
+      if (real[v].size() != stand[v].size())
+        throw SpecError(n.where, "transfers --convention timeloop: tensor '" +
+                                     s.tensors[std::size_t(p.part.access->tensor)].name + "' at " + n.level +
+                                     ": a window where rank variable '" + leaf.variables[v] + "' has " +
+                                     std::to_string(real[v].size()) + " points stands, in Timeloop's count, for an "
+                                     "iteration where it has " + std::to_string(stand[v].size()) +
+                                     " (a loop's iterations run past the tile it is given): not supported");
+      std::size_t k = over.size();
+      while (k > 0 && ++d[over[k - 1]] == leaf.loops[over[k - 1]].count) d[over[--k]] = 0;
+      if (k == 0) break;
+    }
+  }
+}
 
 // The requests of one window: reads at its start, and the updates sent at the end of
 // the window before it (those of groups whose tile changes here).
@@ -852,26 +917,7 @@ struct TimeloopSlot::Impl {
   std::vector<movement_boxes::Box> writes;
   std::vector<std::uint64_t> write_groups;
 
-  // The digits of Timeloop's iteration that stands for the window (per temporal loop:
-  // the first, the second for the middle ones; past a partial tile, the last two).
-  std::vector<std::int64_t> representative(const SlotPart& p) const {
-    const LeafSchedule& leaf = *p.part.leaf;
-    Digits d(p.above, -1);
-    for (std::size_t k = 0; k < p.spatial.size(); ++k) d[p.spatial[k]] = p.instances.front().digits[k];
-    std::vector<std::int64_t> at;
-    for (std::size_t k = 0; k < p.temporal.size(); ++k) {
-      const std::size_t j = p.temporal[k];
-      const std::vector<Eval> evals = evals_of(leaf, d, j);
-      const std::int64_t real = digits[k], n = leaf.loops[j].count;
-      std::int64_t r = 0;
-      if (evals.size() == 2) r = real == 0 ? 0 : 1;
-      else if (evals.size() == 3) r = real;
-      else if (evals.size() == 4) r = real == 0 ? 0 : real == n - 1 ? n - 1 : 1;
-      d[j] = r;
-      at.push_back(r);
-    }
-    return at;
-  }
+  std::vector<std::int64_t> representative(const SlotPart& p) const { return representative_of(p, digits); }
 
   static void add_boxes(const std::vector<Box>& boxes, std::vector<movement_boxes::Box>& out,
                         std::vector<std::uint64_t>& groups, std::uint64_t group) {
@@ -934,41 +980,57 @@ struct TimeloopSlot::Impl {
       const LeafSchedule& leaf = *p.part.leaf;
       const LeafTensor& access = *p.part.access;
       const std::vector<std::int64_t> at = representative(p);
-      Digits d(p.above, -1);
-      for (std::size_t k = 0; k < p.temporal.size(); ++k) d[p.temporal[k]] = digits[k];
       auto reps = p.reps.find(at);
       if (reps == p.reps.end() || reps->second.size() != p.instances.size())
         throw std::logic_error("transfers --convention timeloop: no iteration of Timeloop's stands for a window");
-      for (std::size_t i = 0; i < p.instances.size(); ++i) {
-        if (!p.first_of_group[i]) continue;
+      Digits d(p.above, -1);
+      for (std::size_t k = 0; k < p.temporal.size(); ++k) d[p.temporal[k]] = digits[k];
+      auto tile_of_instance = [&](std::size_t i) {
         for (std::size_t k = 0; k < p.spatial.size(); ++k) d[p.spatial[k]] = p.instances[i].digits[k];
-        GroupState& group = p.groups[p.group_of[i]];
-        const std::int64_t parent = p.parent_of[i];
-        const std::uint64_t number = group_number(pi, p.group_of[i]);
-        const Box tile = hull_tile_of(leaf, access, d);
-        if (size_of(tile) > 0) {
-          if (size_of(group.last) > 0 && !(tile == group.last)) {  // the tile changes: send what it updated
-            add_boxes(group.pending, w.sent, w.sent_groups, number);
-            group.pending.clear();
-          }
-          group.last = tile;
-        }
+        return hull_tile_of(leaf, access, d);
+      };
+      // Updates wait in their instance until its tile changes.
+      for (auto& [i, group] : p.pending) {
+        if (group.pending.empty()) continue;
+        const Box tile = tile_of_instance(i);
+        if (size_of(tile) == 0 || tile == group.last) continue;
+        add_boxes(group.pending, w.sent, w.sent_groups, group_number(pi, std::uint32_t(i)));
+        group.pending.clear();
+        group.last = tile;
+      }
+      // Each multicast group's delta once, as movement's walk counts it: instances under
+      // one parent instance that differ only along !Spatial loops whose variable the
+      // access does not use, and ask the same delta.
+      std::set<std::pair<std::uint32_t, const std::vector<Box>*>> sent;
+      for (std::size_t i = 0; i < p.instances.size(); ++i) {
         const RepStep& st = reps->second[i];
         if (st.delta.empty()) continue;
+        bool fresh = true;
+        for (const auto& [g, delta] : sent)
+          if (g == p.group_of[i] && *delta == st.delta) fresh = false;
+        if (!fresh) continue;
+        sent.emplace(p.group_of[i], &st.delta);
         // The representative's delta, placed on this window's tile.
+        const Box tile = tile_of_instance(i);
         bool alike = tile.size() == st.tile.size();
         for (std::size_t r = 0; alike && r < tile.size(); ++r) alike = tile[r].size() == st.tile[r].size();
         if (!alike)
-          throw std::logic_error("transfers --convention timeloop: a window's tile and its representative's differ");
+          throw SpecError(n.where, "transfers --convention timeloop: tensor '" +
+                                       s->tensors[std::size_t(access.tensor)].name + "' at " + n.level +
+                                       ": a window's tile is not shaped as the one of Timeloop's iteration that "
+                                       "stands for it: not supported");
         std::vector<Box> delta = st.delta;
         for (Box& b : delta)
           for (std::size_t r = 0; r < b.size(); ++r) {
             const std::int64_t shift = tile[r].from - st.tile[r].from;
             b[r].from += shift, b[r].to += shift;
           }
+        const std::uint64_t number = group_number(pi, std::uint32_t(i));
         if (p.part.write) {
-          read_backs(p, parent, delta, number, w);
+          read_backs(p, p.parent_of[i], delta, number, w);
+          GroupState& group = p.pending[i];
           group.pending.insert(group.pending.end(), delta.begin(), delta.end());
+          group.last = tile;
         } else {
           add_boxes(delta, w.reads, w.read_groups, number);
         }
@@ -995,9 +1057,9 @@ struct TimeloopSlot::Impl {
       ahead.sent.clear(), ahead.sent_groups.clear();
     } else {
       for (std::size_t pi = 0; pi < parts.size(); ++pi)
-        for (std::size_t g = 0; g < parts[pi].groups.size(); ++g) {
-          add_boxes(parts[pi].groups[g].pending, writes, write_groups, group_number(pi, std::uint32_t(g)));
-          parts[pi].groups[g].pending.clear();
+        for (auto& [i, group] : parts[pi].pending) {
+          add_boxes(group.pending, writes, write_groups, group_number(pi, std::uint32_t(i)));
+          group.pending.clear();
         }
     }
   }
@@ -1037,12 +1099,10 @@ TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32
         key.push_back(j < p.parent_above || uses(*part.leaf, *part.access, j) ? c.digits[k] : -1);
         if (j < p.parent_above) parent = parent * part.leaf->loops[j].count + c.digits[k];
       }
-      const auto [g, fresh] = groups.try_emplace(key, std::uint32_t(groups.size()));
+      const auto g = groups.try_emplace(key, std::uint32_t(groups.size())).first;
       p.group_of.push_back(g->second);
-      p.first_of_group.push_back(fresh);
       p.parent_of.push_back(parent);
     }
-    p.groups.resize(groups.size());
     if (part.write) {
       Wide parents = 1;
       for (const std::size_t j : p.spatial)
@@ -1050,6 +1110,7 @@ TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32
       p.elements = s.tensors[tensor].size;
       if (parents * p.elements <= Wide(1) << 30) p.updated_bits.assign(std::size_t((parents * p.elements + 63) / 64), 0);
     }
+    check_representatives(s, storage, p);
     w.record = &p.reps;
     try {
       Digits digits(n.loops_above, -1);
