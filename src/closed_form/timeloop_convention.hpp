@@ -30,17 +30,19 @@ MovementReport timeloop_movement(const Schedule& schedule, const TraceOptions& o
 // `transfers --convention timeloop`: the windows of one child (Storage node, tensor) of
 // a level, in time order, each with the requests its parent serves as Timeloop counts
 // them (README "Transfers in Timeloop's convention"). Per window and each access of
-// the tensor below the node (an Einsum counted as if it ran alone): per multicast group
-// (the instances under one parent instance that differ only along !Spatial loops whose
-// variable the access does not use), the part of its tile Timeloop's nest analysis
-// counts as new, the tile's delta that the window's representative iteration (the
-// first, the second for the middle ones, the last two past a partial tile) gives,
-// placed on the window's own tile. A read access asks for it at the window's start
-// (reads); a written one sends it at the end (writes) and, at the start, reads back
-// the elements of it that the group's parent instance was updated with before (every
-// update but the first of an element: partial sums). Boxes come with a group number:
-// one request per line per group. Throws SpecError what the movement convention
-// refuses, and past 2^18 instance-steps of a node's walk.
+// the tensor below the node (an Einsum counted as if it ran alone): per distinct delta
+// of a multicast group (the instances under one parent instance that differ only
+// along !Spatial loops whose variable the access does not use), the part of the tile
+// Timeloop's nest analysis counts as new: the delta that the window's representative
+// iteration (the first, the second for the middle ones, the last two past a partial
+// tile) gives, placed on the window's own tile. A read access asks for it at the
+// window's start (reads); a written one sends it when the sending instance's tile next
+// changes (writes, at the end of the window before, or of the last) and, at the
+// window's start, reads back the elements of it that an update reached before under
+// the same parent instance (every update but the first of an element: partial sums).
+// Boxes come with a number: one request per line per number. Throws SpecError what the
+// movement convention refuses, past 2^24 instances, and where a window's tile is empty
+// or shorter than its representative's.
 class TimeloopSlot {
  public:
   TimeloopSlot(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
