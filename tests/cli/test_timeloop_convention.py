@@ -687,6 +687,18 @@ def test_python():
     check(p.returncode == 0, "python: %s" % p.stderr[-500:])
     cli = movement("04_3level_spatial_kp", "conv1d_oc_ic", "--convention", "timeloop")
     check(p.returncode == 0 and json.loads(p.stdout) == json.loads(cli.stdout), "python: the CLI's report")
+    # transfers(convention="timeloop"): the CLI's requests; a convention it does not know is a ValueError.
+    code = ("import json, sys; import looptrace; spec = looptrace.Spec.from_yaml(sys.argv[1], sys.argv[2]); "
+            "print(json.dumps(list(looptrace.transfers(spec, 'GlobalBuffer', line_bytes=1, "
+            "convention='timeloop').records())))\n"
+            "try:\n    looptrace.transfers(spec, 'GlobalBuffer', convention='tl')\n"
+            "except ValueError as e:\n    print('ValueError', e)\n")
+    q = subprocess.run([python, "-c", code, *files], capture_output=True, text=True, env=env)
+    check(q.returncode == 0, "python transfers: %s" % q.stderr[-500:])
+    _, requests = transfer_counts("04_3level_spatial_kp", "conv1d_oc_ic", "GlobalBuffer")
+    lines = q.stdout.splitlines()
+    check(len(lines) == 2 and json.loads(lines[0]) == requests, "python transfers: the CLI's requests")
+    check(len(lines) == 2 and "convention is 'looptree' or 'timeloop'" in lines[1], "python transfers: bad convention")
 
 
 if __name__ == "__main__":
