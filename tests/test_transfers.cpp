@@ -206,18 +206,7 @@ TEST_CASE("transfers: lattices stream row by row, as the enumeration does") {
   // B[x] = A[x], x < 8: 4 PEs take 2 each and walk them in time, Buf inside. A at 0, B
   // at 0x1000; one-byte lines. Window 0 reads A {0, 2, 4, 6}; at t = 1 it writes B
   // {0, 2, 4, 6}, then window 1 reads A {1, 3, 5, 7}; at t = 2 B {1, 3, 5, 7}.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {x: 0 <= x < 8}
-  einsums: ["B[x] = A[x]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B]}
-  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
-  - !Temporal {rank_variable: x, tile_shape: 1}
-  - !Storage {component: Buf, tensors: [A, B]}
-  - !Compute {einsum: B}
-)");
+  const Schedule s = th::compile_corpus({"retiled_copy.yaml"});
   TransferOptions bytes = level("DRAM", 1);
   REQUIRE(transfer_pipeline(s, {}, bytes).closed_form());
   const auto r = requests(s, {}, bytes);
@@ -349,26 +338,8 @@ TEST_CASE("transfers: partial sums read back at the window's start, in closed fo
   // consumer Z[m] = I[m] * B[k]: each GlobalBuffer window writes I[0..4) before reading it.
   // Window 0 drains I at t = 8; window 1 starts there and, with partial sums, reads
   // the 4 elements back (after the writes of that timestep), then drains them at 16.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 4, k: 0 <= k < 2}
-  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: Z}
-)");
+  // The spec: tests/specs/fused_reduction.yaml (a !Sequential, the producer first).
+  const Schedule s = th::compile_corpus({"fused_reduction.yaml"});
   const auto tensor_i = std::uint32_t(s.find_tensor("I"));
   for (const bool partial_sums : {false, true}) {
     CAPTURE(partial_sums);
@@ -400,44 +371,16 @@ TEST_CASE("transfers: lattices where a child's writer and reader run at once, an
   // I[x] = A[x, k] reduced over k above GlobalBuffer; its !Pipeline consumer reads I[2p]
   // (rows at stride 2), or one PE's chunk of a !Spatial split walked in time: the fills
   // from the halving of time and the read-backs subtract and intersect lattices in
-  // split coordinates, and stream the same requests as the enumeration.
-  const std::string workload = R"(
-workload:
-  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
-  einsums:
-  - name: I
-    tensor_accesses:
-    - {name: A, projection: [m, k]}
-    - {name: I, projection: {X: m}, output: True}
-  - name: Z
-    tensor_accesses:
-    - {name: I, projection: {X: 2*p}}
-    - {name: B, projection: [k]}
-    - {name: Z, projection: [p], output: True}
-)";
-  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
-    for (const std::string& consumer :
-         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
-          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
-                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")})
-      for (const std::string& producer_tile : {std::string("1"), std::string("3")}) {
-        const std::string mapping = R"(
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - )" + branch + R"(
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-)" + consumer + "      - !Compute {einsum: Z}\n";
-        CAPTURE(mapping);
-        const Schedule s = th::compile_text2(workload, mapping);
+  // split coordinates, and stream the same requests as the enumeration. The spec:
+  // tests/specs/fused_reduction_lattice.yaml.
+  for (const std::string& branch : {std::string("Pipeline"), std::string("Sequential")})
+    for (const bool spatial : {false, true})
+      for (const std::int64_t producer_tile : {1, 3}) {
+        const th::Defines defines{{"BRANCH", branch}, {"SPATIAL", spatial}, {"PRODUCER_TILE", producer_tile}};
+        CAPTURE(branch);
+        CAPTURE(spatial);
+        CAPTURE(producer_tile);
+        const Schedule s = th::compile_corpus({"fused_reduction_lattice.yaml"}, defines);
         for (int variant = 0; variant < 6; ++variant) {
           CAPTURE(variant);
           TraceOptions o;
@@ -451,7 +394,7 @@ mapping:
             enumerated.enumerate = true;
             // A strided index of a !Spatial split tiled again is refused up front where
             // a window's time is cut (the enumeration then): the same requests either way.
-            if (!th::contains(consumer, "Spatial")) CHECK(transfer_pipeline(s, o, boxes).closed_form());
+            if (!spatial) CHECK(transfer_pipeline(s, o, boxes).closed_form());
             CHECK(requests(s, o, boxes) == requests(s, o, enumerated));
           }
         }
