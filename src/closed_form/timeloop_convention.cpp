@@ -789,8 +789,9 @@ struct PairHash {
   }
 };
 
-// A multicast group of one access: its instances share their tiles and deltas.
-struct GroupState {
+// What one instance that sent deltas (for its multicast group) holds back: updates wait
+// until its tile changes.
+struct PendingUpdates {
   Box last;                  // its tile when it last updated or sent
   std::vector<Box> pending;  // updates not sent yet: they go when the tile next changes
 };
@@ -810,7 +811,7 @@ struct SlotPart {
   std::vector<std::uint32_t> group_of;
   std::vector<std::int64_t> parent_of;
   // Written accesses: per instance that sent a group's updates, those not sent yet.
-  std::map<std::size_t, GroupState> pending;
+  std::map<std::size_t, PendingUpdates> pending;
   // Written accesses: (parent instance, element) that an update reached before, as
   // bits (parent instances x tensor elements, where that is at most 2^30) or a set.
   std::vector<std::uint64_t> updated_bits;
@@ -1028,7 +1029,7 @@ struct TimeloopSlot::Impl {
         const std::uint64_t number = group_number(pi, std::uint32_t(i));
         if (p.part.write) {
           read_backs(p, p.parent_of[i], delta, number, w);
-          GroupState& group = p.pending[i];
+          PendingUpdates& group = p.pending[i];
           group.pending.insert(group.pending.end(), delta.begin(), delta.end());
           group.last = tile;
         } else {

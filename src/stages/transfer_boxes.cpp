@@ -34,7 +34,7 @@ struct LineStream {
   std::uint64_t floor = 0;          // every line below was given
   bool write = false, done = false;
   std::uint32_t child = 0, tensor = 0;
-  std::uint64_t group = 0;  // Timeloop's convention: a line once per multicast group (else 0)
+  std::uint64_t group = 0;  // Timeloop's convention: a line once per delta sent (its number; else 0)
 
   void start() {
     const std::size_t ranks = box.size();
@@ -106,7 +106,7 @@ struct Piece {
 };
 
 // One child (node, tensor): its windows from the boxes (SEMANTICS' fills and drains), or
-// in Timeloop's convention (TimeloopSlot: its reads and updates, per multicast group).
+// in Timeloop's convention (TimeloopSlot: its reads and updates, numbered per delta sent).
 struct Cursor {
   std::optional<mb::SlotWindows> windows;
   std::optional<TimeloopSlot> timeloop;
@@ -161,7 +161,7 @@ struct BoxTransfers::Impl {
     }
   }
   std::vector<std::int64_t> row;  // add(): the row of each blocked rank
-  std::uint64_t group = 0;        // add(): the box's multicast group
+  std::uint64_t group = 0;        // add(): the number of the box's delta
   void add_box(const mb::Box& b, const TensorLayout& layout, bool write, const Cursor& c) {
     pieces.clear();
     counts.clear();
