@@ -796,6 +796,25 @@ struct PendingUpdates {
   std::vector<Box> pending;  // updates not sent yet: they go when the tile next changes
 };
 
+// (parent instance, element) that an update reached before, under one parent node, as
+// bits (parent instances x tensor elements, where that is at most 2^30) or a set.
+struct Marks {
+  std::vector<std::uint64_t> bits;
+  std::unordered_set<std::pair<std::int64_t, std::int64_t>, PairHash> set;
+  std::int64_t elements = 0;  // the tensor's
+  // Marks (parent, element) updated; whether it was before.
+  bool update(std::int64_t parent, std::int64_t element) {
+    if (!bits.empty()) {
+      const std::uint64_t at = std::uint64_t(parent) * std::uint64_t(elements) + std::uint64_t(element);
+      const std::uint64_t bit = std::uint64_t(1) << (at % 64);
+      const bool before = (bits[at / 64] & bit) != 0;
+      bits[at / 64] |= bit;
+      return before;
+    }
+    return !set.emplace(parent, element).second;
+  }
+};
+
 // One access below the child node, walked as movement walks it, with every instance's
 // step at each of Timeloop's iterations kept.
 struct SlotPart {
@@ -812,22 +831,8 @@ struct SlotPart {
   std::vector<std::int64_t> parent_of;
   // Written accesses: per instance that sent a group's updates, those not sent yet.
   std::map<std::size_t, PendingUpdates> pending;
-  // Written accesses: (parent instance, element) that an update reached before, as
-  // bits (parent instances x tensor elements, where that is at most 2^30) or a set.
-  std::vector<std::uint64_t> updated_bits;
-  std::unordered_set<std::pair<std::int64_t, std::int64_t>, PairHash> updated;
-  std::int64_t elements = 0;  // the tensor's
-  // Marks (parent, element) updated; whether it was before.
-  bool update(std::int64_t parent, std::int64_t element) {
-    if (!updated_bits.empty()) {
-      const std::uint64_t at = std::uint64_t(parent) * std::uint64_t(elements) + std::uint64_t(element);
-      const std::uint64_t bit = std::uint64_t(1) << (at % 64);
-      const bool before = (updated_bits[at / 64] & bit) != 0;
-      updated_bits[at / 64] |= bit;
-      return before;
-    }
-    return !updated.emplace(parent, element).second;
-  }
+  // Written accesses: what updates reached under the parent node (shared).
+  struct Marks* marks = nullptr;
 };
 
 // The digits of Timeloop's iteration that stands for the window at temporal digits
@@ -905,8 +910,13 @@ struct WindowRequests {
 
 }  // namespace
 
+struct TimeloopUpdates {
+  std::map<int, Marks> by_parent;  // by parent node
+};
+
 struct TimeloopSlot::Impl {
   const Schedule* s = nullptr;
+  std::shared_ptr<TimeloopUpdates> updates;
   std::size_t node = 0;
   std::vector<SlotPart> parts;
   std::vector<std::int64_t> digits, counts;  // the next window's temporal digits, outermost first
@@ -954,7 +964,7 @@ struct TimeloopSlot::Impl {
           run = -1;
         };
         for (std::int64_t x = row.from; x < row.to; ++x) {
-          const bool before = p.update(parent, base + x * stride);
+          const bool before = p.marks->update(parent, base + x * stride);
           if (before && run < 0) run = x;
           if (!before) flush(x);
         }
@@ -1074,10 +1084,14 @@ struct TimeloopSlot::Impl {
   }
 };
 
+std::shared_ptr<TimeloopUpdates> make_timeloop_updates() { return std::make_shared<TimeloopUpdates>(); }
+
 TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32_t tensor,
-                           const std::vector<std::string>& einsums)
+                           const std::vector<std::string>& einsums, std::shared_ptr<TimeloopUpdates> updates)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  if (!updates) updates = make_timeloop_updates();
+  m.updates = updates;
   m.s = &s;
   m.node = storage;
   const StorageWindows& n = s.storages[storage];
@@ -1090,7 +1104,7 @@ TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32
     if (w.temporal.size() != n.time_levels.size())
       throw std::logic_error("transfers --convention timeloop: the loops above " + n.level +
                              " are not its time levels");
-    SlotPart p{part, w.above, w.parent_above, w.temporal, w.spatial, w.instances, {}, {}, {}, {}, {}, {}};
+    SlotPart p{part, w.above, w.parent_above, w.temporal, w.spatial, w.instances, {}, {}, {}, {}};
     std::map<std::vector<std::int64_t>, std::uint32_t> groups;
     for (const InstanceClass& c : p.instances) {
       std::vector<std::int64_t> key;
@@ -1105,11 +1119,16 @@ TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32
       p.parent_of.push_back(parent);
     }
     if (part.write) {
-      Wide parents = 1;
-      for (const std::size_t j : p.spatial)
-        if (j < p.parent_above) parents *= part.leaf->loops[j].count;
-      p.elements = s.tensors[tensor].size;
-      if (parents * p.elements <= Wide(1) << 30) p.updated_bits.assign(std::size_t((parents * p.elements + 63) / 64), 0);
+      auto [at, fresh] = updates->by_parent.try_emplace(s.parent(storage, name));
+      p.marks = &at->second;
+      if (fresh) {
+        Wide parents = 1;
+        for (const std::size_t j : p.spatial)
+          if (j < p.parent_above) parents *= part.leaf->loops[j].count;
+        p.marks->elements = s.tensors[tensor].size;
+        if (parents * p.marks->elements <= Wide(1) << 30)
+          p.marks->bits.assign(std::size_t((parents * p.marks->elements + 63) / 64), 0);
+      }
     }
     check_representatives(s, storage, p);
     w.record = &p.reps;

@@ -43,10 +43,18 @@ MovementReport timeloop_movement(const Schedule& schedule, const TraceOptions& o
 // Boxes come with a number: one request per line per number. Throws SpecError what the
 // movement convention refuses, past 2^24 instances, and where a window's tile is empty
 // or shorter than its representative's.
+// What the updates of a child level's tensor reached, per parent node, parent instance
+// and element: shared by the level's nodes (movement's parent figures count a level's
+// updates against its parent's elements, whichever node sent them).
+struct TimeloopUpdates;
+std::shared_ptr<TimeloopUpdates> make_timeloop_updates();
+
 class TimeloopSlot {
  public:
+  // `updates`: shared with the other nodes of the child's level for the tensor (none:
+  // its own).
   TimeloopSlot(const Schedule& schedule, std::uint32_t storage, std::uint32_t tensor,
-               const std::vector<std::string>& einsums);
+               const std::vector<std::string>& einsums, std::shared_ptr<TimeloopUpdates> updates = {});
   TimeloopSlot(TimeloopSlot&&) noexcept;
   TimeloopSlot& operator=(TimeloopSlot&&) noexcept;
   ~TimeloopSlot();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -289,6 +290,8 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
   m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align, options.layout, options.level);
   const TimeRange clip{0, end};  // a prefix cuts windows; a window or shard only drops requests
   if (report.empty()) return b;  // nothing to report
+  // Timeloop's convention: the updates of one child level's tensor, shared by its nodes.
+  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<TimeloopUpdates>> updates;
   try {
     for (std::uint32_t n : children_of(s, options.level, o.tensors))
       for (const std::string& name : s.storages[n].tensors) {
@@ -299,7 +302,11 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
         if (p < 0 || s.storages[std::size_t(p)].level != options.level) continue;
         Cursor c{{}, {}, n, std::uint32_t(x)};
         if (options.convention == Convention::timeloop)
-          c.timeloop.emplace(s, n, std::uint32_t(x), o.einsums);
+        {
+          std::shared_ptr<TimeloopUpdates>& shared = updates[{s.storages[n].level, std::uint32_t(x)}];
+          if (!shared) shared = make_timeloop_updates();
+          c.timeloop.emplace(s, n, std::uint32_t(x), o.einsums, shared);
+        }
         else
           c.windows.emplace(s, n, std::uint32_t(x), o.einsums, clip, report.from, options.partial_sums);
         m.cursors.push_back(std::move(c));
