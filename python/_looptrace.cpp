@@ -686,7 +686,8 @@ TransferColumns transfers_of(const Schedule& s, const TraceOptions& o, const Tra
 
 py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& level, std::uint64_t line_bytes,
                        std::uint64_t align, std::int64_t cycles_per_timestep, const std::string& issue_rate,
-                       const std::string& layout_text, const std::string& layout_file, bool partial_sums) {
+                       const std::string& layout_text, const std::string& layout_file, bool partial_sums,
+                       bool timeloop) {
   if (cycles_per_timestep < 1 || cycles_per_timestep > (std::int64_t(1) << 20))
     throw SpecError("cycles_per_timestep takes a whole number from 1 to 1048576, not " +
                     std::to_string(cycles_per_timestep));
@@ -698,6 +699,7 @@ py::tuple transfers_py(SpecHandle& h, const TraceOptions& o, const std::string& 
   t.line_bytes = line_bytes;
   t.align = align;
   t.partial_sums = partial_sums;
+  if (timeloop) t.convention = Convention::timeloop;
   std::optional<LayoutSpec> layout;  // outlives the pipeline
   if (!layout_file.empty()) {
     layout = parse_layout(layout_text, layout_file);
@@ -895,10 +897,11 @@ PYBIND11_MODULE(_looptrace, m) {
                         py::object max_timesteps, py::object from, py::object to, py::object shard,
                         std::uint64_t line_bytes, std::uint64_t align, std::int64_t cycles_per_timestep,
                         const std::string& issue_rate, const std::string& layout_text, const std::string& layout_file,
-                        bool partial_sums) {
+                        bool partial_sums, bool timeloop) {
     const py::object none = py::none();
     return transfers_py(h, trace_options(tensors, einsums, max_timesteps, from, to, shard, none, 0), level,
-                        line_bytes, align, cycles_per_timestep, issue_rate, layout_text, layout_file, partial_sums);
+                        line_bytes, align, cycles_per_timestep, issue_rate, layout_text, layout_file, partial_sums,
+                        timeloop);
   });
   m.def("plot_raster", [](SpecHandle& h, py::object tensors, py::object einsums, py::object max_timesteps,
                           py::object from, py::object to, const std::string& color_by, const std::string& rank,

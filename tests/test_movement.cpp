@@ -348,18 +348,7 @@ TEST_CASE("movement: a !Spatial split tiled again in time is a lattice, in close
   // B[x] = A[x], x < 8: 4 PEs take 2 each, and each walks its 2 in time, Buf inside. At
   // window j (j < 2) the PEs together touch {j, j + 2, j + 4, j + 6}: 4 elements at
   // stride 2, not a range.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {x: 0 <= x < 8}
-  einsums: ["B[x] = A[x]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B]}
-  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
-  - !Temporal {rank_variable: x, tile_shape: 1}
-  - !Storage {component: Buf, tensors: [A, B]}
-  - !Compute {einsum: B}
-)");
+  const Schedule s = th::compile_corpus({"retiled_copy.yaml"});
   const MovementReport r = summarize_movement(s);
   CHECK(r.method == MovementMethod::closed_form);
   CHECK(r.enumerated.empty());
@@ -722,33 +711,11 @@ TEST_CASE("movement: partial sums of a fused intermediate, by hand") {
   // Producer first: each window writes I[0..4) before reading it, so nothing is filled
   // (SEMANTICS); window 1 writes I first after window 0 drained it: 4 read back.
   // Consumer first: each window reads I first (4 fills each, 8), and window 1 writes
-  // only what it read first: no read back, though window 0 drained all of it.
-  const char* spec = R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 4, k: 0 <= k < 2}
-  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: FIRST}
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: SECOND}
-)";
+  // only what it read first: no read back, though window 0 drained all of it. The spec:
+  // tests/specs/fused_reduction.yaml (a !Sequential, m tiles of 1).
   for (const bool producer_first : {true, false}) {
     CAPTURE(producer_first);
-    std::string text = spec;
-    text.replace(text.find("FIRST"), 5, producer_first ? "I" : "Z");
-    text.replace(text.find("SECOND"), 6, producer_first ? "Z" : "I");
-    const Schedule s = th::compile_text(text);
+    const Schedule s = th::compile_corpus({"fused_reduction.yaml"}, {{"FIRST", producer_first ? "I" : "Z"}});
     MovementOptions how;
     how.partial_sums = true;
     const MovementReport r = summarize_movement(s, {}, how);
@@ -832,27 +799,9 @@ TEST_CASE("movement: partial sums of a !Pipeline producer and consumer, by hand"
   // As above, but the loop above GlobalBuffer reduces I over k: I[m] = A[m, k], with
   // Z[m] = I[m] * B[k] alongside. Each window fills I[0] (read at t = 0 before its
   // write) and writes I[1..4) first. With partial sums, window 1 reads back those 3,
-  // which window 0 drained, but not I[0], which it reads first: fills 2 + 3.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 4}
-  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - !Pipeline
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 2}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: Z}
-)");
+  // which window 0 drained, but not I[0], which it reads first: fills 2 + 3. The spec:
+  // tests/specs/fused_reduction.yaml as a !Pipeline, the producer's m tiles of 2.
+  const Schedule s = th::compile_corpus({"fused_reduction.yaml"}, {{"BRANCH", "Pipeline"}, {"PRODUCER_TILE", 2}});
   for (const bool partial_sums : {false, true}) {
     CAPTURE(partial_sums);
     MovementOptions how;
@@ -872,44 +821,16 @@ TEST_CASE("movement: lattices in !Pipeline readers and writers and in partial su
   // I[x] = A[x, k] reduced over k above GlobalBuffer; alongside, Z reads I at a lattice
   // (I[2p], or one PE's chunk of a !Spatial split walked in time): the halving of time
   // (FirstReads) and the read-backs count unions and intersections of lattices and
-  // ranges, with each lattice rank split in row and place.
-  const std::string workload = R"(
-workload:
-  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
-  einsums:
-  - name: I
-    tensor_accesses:
-    - {name: A, projection: [m, k]}
-    - {name: I, projection: {X: m}, output: True}
-  - name: Z
-    tensor_accesses:
-    - {name: I, projection: {X: 2*p}}
-    - {name: B, projection: [k]}
-    - {name: Z, projection: [p], output: True}
-)";
-  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
-    for (const std::string& consumer :
-         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
-          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
-                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")}) {
-      for (const std::string& producer_tile : {std::string("1"), std::string("2"), std::string("3")}) {
-        const std::string mapping = R"(
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - )" + branch + R"(
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-)" + consumer + "      - !Compute {einsum: Z}\n";
-        CAPTURE(mapping);
-        const Schedule s = th::compile_text2(workload, mapping);
+  // ranges, with each lattice rank split in row and place. The spec:
+  // tests/specs/fused_reduction_lattice.yaml.
+  for (const std::string& branch : {std::string("Pipeline"), std::string("Sequential")})
+    for (const bool spatial : {false, true}) {
+      for (const std::int64_t producer_tile : {1, 2, 3}) {
+        const th::Defines defines{{"BRANCH", branch}, {"SPATIAL", spatial}, {"PRODUCER_TILE", producer_tile}};
+        CAPTURE(branch);
+        CAPTURE(spatial);
+        CAPTURE(producer_tile);
+        const Schedule s = th::compile_corpus({"fused_reduction_lattice.yaml"}, defines);
         for (int variant = 0; variant < 6; ++variant) {
           CAPTURE(variant);
           TraceOptions o;

@@ -206,18 +206,7 @@ TEST_CASE("transfers: lattices stream row by row, as the enumeration does") {
   // B[x] = A[x], x < 8: 4 PEs take 2 each and walk them in time, Buf inside. A at 0, B
   // at 0x1000; one-byte lines. Window 0 reads A {0, 2, 4, 6}; at t = 1 it writes B
   // {0, 2, 4, 6}, then window 1 reads A {1, 3, 5, 7}; at t = 2 B {1, 3, 5, 7}.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {x: 0 <= x < 8}
-  einsums: ["B[x] = A[x]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B]}
-  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
-  - !Temporal {rank_variable: x, tile_shape: 1}
-  - !Storage {component: Buf, tensors: [A, B]}
-  - !Compute {einsum: B}
-)");
+  const Schedule s = th::compile_corpus({"retiled_copy.yaml"});
   TransferOptions bytes = level("DRAM", 1);
   REQUIRE(transfer_pipeline(s, {}, bytes).closed_form());
   const auto r = requests(s, {}, bytes);
@@ -349,26 +338,8 @@ TEST_CASE("transfers: partial sums read back at the window's start, in closed fo
   // consumer Z[m] = I[m] * B[k]: each GlobalBuffer window writes I[0..4) before reading it.
   // Window 0 drains I at t = 8; window 1 starts there and, with partial sums, reads
   // the 4 elements back (after the writes of that timestep), then drains them at 16.
-  const Schedule s = th::compile_text(R"(
-workload:
-  iteration_space_shape: {m: 0 <= m < 4, k: 0 <= k < 2}
-  einsums: ["I[m] = A[m, k]", "Z[m] = I[m] * B[k]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: Z}
-)");
+  // The spec: tests/specs/fused_reduction.yaml (a !Sequential, the producer first).
+  const Schedule s = th::compile_corpus({"fused_reduction.yaml"});
   const auto tensor_i = std::uint32_t(s.find_tensor("I"));
   for (const bool partial_sums : {false, true}) {
     CAPTURE(partial_sums);
@@ -400,44 +371,16 @@ TEST_CASE("transfers: lattices where a child's writer and reader run at once, an
   // I[x] = A[x, k] reduced over k above GlobalBuffer; its !Pipeline consumer reads I[2p]
   // (rows at stride 2), or one PE's chunk of a !Spatial split walked in time: the fills
   // from the halving of time and the read-backs subtract and intersect lattices in
-  // split coordinates, and stream the same requests as the enumeration.
-  const std::string workload = R"(
-workload:
-  iteration_space_shape: {k: 0 <= k < 2, m: 0 <= m < 8, p: 0 <= p < 4}
-  einsums:
-  - name: I
-    tensor_accesses:
-    - {name: A, projection: [m, k]}
-    - {name: I, projection: {X: m}, output: True}
-  - name: Z
-    tensor_accesses:
-    - {name: I, projection: {X: 2*p}}
-    - {name: B, projection: [k]}
-    - {name: Z, projection: [p], output: True}
-)";
-  for (const std::string& branch : {std::string("!Pipeline"), std::string("!Sequential")})
-    for (const std::string& consumer :
-         {std::string("      - !Temporal {rank_variable: p, tile_shape: 1}\n"),
-          std::string("      - !Spatial {rank_variable: p, tile_shape: 2, component: PE}\n"
-                      "      - !Temporal {rank_variable: p, tile_shape: 1}\n")})
-      for (const std::string& producer_tile : {std::string("1"), std::string("3")}) {
-        const std::string mapping = R"(
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B, I, Z]}
-  - !Temporal {rank_variable: k, tile_shape: 1}
-  - !Storage {component: GlobalBuffer, tensors: [I]}
-  - )" + branch + R"(
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: )" + producer_tile + R"(}
-      - !Compute {einsum: I}
-    - !Nested
-      nodes:
-)" + consumer + "      - !Compute {einsum: Z}\n";
-        CAPTURE(mapping);
-        const Schedule s = th::compile_text2(workload, mapping);
+  // split coordinates, and stream the same requests as the enumeration. The spec:
+  // tests/specs/fused_reduction_lattice.yaml.
+  for (const std::string& branch : {std::string("Pipeline"), std::string("Sequential")})
+    for (const bool spatial : {false, true})
+      for (const std::int64_t producer_tile : {1, 3}) {
+        const th::Defines defines{{"BRANCH", branch}, {"SPATIAL", spatial}, {"PRODUCER_TILE", producer_tile}};
+        CAPTURE(branch);
+        CAPTURE(spatial);
+        CAPTURE(producer_tile);
+        const Schedule s = th::compile_corpus({"fused_reduction_lattice.yaml"}, defines);
         for (int variant = 0; variant < 6; ++variant) {
           CAPTURE(variant);
           TraceOptions o;
@@ -451,9 +394,117 @@ mapping:
             enumerated.enumerate = true;
             // A strided index of a !Spatial split tiled again is refused up front where
             // a window's time is cut (the enumeration then): the same requests either way.
-            if (!th::contains(consumer, "Spatial")) CHECK(transfer_pipeline(s, o, boxes).closed_form());
+            if (!spatial) CHECK(transfer_pipeline(s, o, boxes).closed_form());
             CHECK(requests(s, o, boxes) == requests(s, o, enumerated));
           }
         }
       }
+}
+
+namespace {
+
+TransferOptions timeloop(const std::string& name) {
+  TransferOptions t = level(name, 1);
+  t.convention = Convention::timeloop;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("transfers: Timeloop's convention, the conv1d sliding window by hand") {
+  // I[p + r], p < 8, r < 3; MainMemory (I, W, O at 0x0, 0x1000, 0x2000) above the p
+  // loop, GlobalBuffer (node 1) above the r loop: windows [3p, 3p + 3). I's tile [p, p + 3)
+  // slides by one: [0, 3) at 0, then the new element p + 2 at 3p. W's tile [0, 3) stays
+  // put: read once. O's tile {p} is updated when the next window's tile replaces it, at
+  // 3p + 3 (writes before the reads of that timestep), never read back.
+  const Schedule s = th::compile_text(th::kConv1d);
+  std::vector<TransferRequest> want{{0, 0, false, 1, 0},      {0, 1, false, 1, 0},      {0, 2, false, 1, 0},
+                                    {0, 0x1000, false, 1, 1}, {0, 0x1001, false, 1, 1}, {0, 0x1002, false, 1, 1}};
+  for (std::int64_t p = 1; p < 8; ++p) {
+    want.push_back({3 * p, 0x2000 + std::uint64_t(p) - 1, true, 1, 2});
+    want.push_back({3 * p, std::uint64_t(p) + 2, false, 1, 0});
+  }
+  want.push_back({24, 0x2007, true, 1, 2});
+  CHECK(requests(s, {}, timeloop("MainMemory")) == want);
+  // The counts are movement's parent figures for GlobalBuffer: I 10 reads (3 + 7), W 3,
+  // O 8 updates and no read-back (each element is updated once).
+  MovementOptions how;
+  how.convention = Convention::timeloop;
+  const MovementReport m = summarize_movement(s, {}, how);
+  const auto& gb = m.levels.at(1);
+  REQUIRE(gb.level == "GlobalBuffer");
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> parent;
+  for (const auto& t : gb.tensors) parent[t.tensor] = {t.parent_reads, t.parent_updates};
+  CHECK(parent["I"] == std::pair<std::int64_t, std::int64_t>{10, 0});
+  CHECK(parent["W"] == std::pair<std::int64_t, std::int64_t>{3, 0});
+  CHECK(parent["O"] == std::pair<std::int64_t, std::int64_t>{0, 8});
+  // GlobalBuffer has no children.
+  CHECK(requests(s, {}, timeloop("GlobalBuffer")).empty());
+}
+
+TEST_CASE("transfers: Timeloop's convention counts movement's parent reads and updates") {
+  // On the Timeloop specs (tests/specs/timeloop, the tutorial's; the larger designs are
+  // in tests/cli/test_timeloop_convention.py): per child level and tensor, the requests of
+  // its parent (one element a line) are movement's parent_reads (reads) and
+  // parent_updates (writes), in Timeloop's convention.
+  const std::vector<std::pair<std::string, std::string>> specs{
+      {"00_1level", "conv1d"},
+      {"01_2level_os", "conv1d"},
+      {"01_2level_ws", "conv1d"},
+      {"02_2level_no_tiling", "conv1d_oc"},
+      {"02_2level_tiling", "conv1d_oc"},
+      {"03_3level_bypass", "conv1d_oc"},
+      {"03_3level_no_bypass", "conv1d_oc"},
+      {"04_3level_spatial_cp", "conv1d_oc_ic"},
+      {"04_3level_spatial_kp", "conv1d_oc_ic"},
+      {"05_mapper_baked", "conv1d_oc"},
+      {"05_mapper_freebypass", "conv1d_oc"},
+      {"05_mapper_null", "conv1d_oc"}};
+  MovementOptions how;
+  how.convention = Convention::timeloop;
+  for (const auto& [mapping, workload] : specs) {
+    CAPTURE(mapping);
+    const Schedule s =
+        th::compile_corpus({"timeloop/" + workload + ".workload.yaml", "timeloop/" + mapping + ".mapping.yaml"});
+    std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>> want, have;
+    for (const auto& l : summarize_movement(s, {}, how).levels)
+      for (const auto& t : l.tensors)
+        if (!t.home) want[{l.level, t.tensor}] = {t.parent_reads, t.parent_updates};
+    for (const std::string& l : s.memory_levels) {
+      const auto r = requests(s, {}, timeloop(l));
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        auto& c = have[{s.storages[r[i].child].level, s.tensors[r[i].tensor].name}];
+        (r[i].write ? c.second : c.first) += 1;
+        if (i > 0) {  // time; writes first; addresses ascending
+          const auto &a = r[i - 1], &b = r[i];
+          CHECK((a.timestep < b.timestep ||
+                 (a.timestep == b.timestep && (a.write > b.write || (a.write == b.write && a.address <= b.address)))));
+        }
+      }
+    }
+    for (const auto& [key, counts] : want) {
+      CAPTURE(key.first);
+      CAPTURE(key.second);
+      const auto got = have.count(key) ? have[key] : std::pair<std::int64_t, std::int64_t>{0, 0};
+      CHECK(got == counts);
+    }
+    for (const auto& [key, counts] : have) CHECK(want.count(key) == 1);
+  }
+}
+
+TEST_CASE("transfers: Timeloop's convention refuses what it does not define") {
+  const Schedule s = th::compile_text(th::kConv1d);
+  TraceOptions cut;
+  cut.from = 3, cut.to = 9;
+  CHECK(th::contains(th::spec_error([&] { requests(s, cut, timeloop("MainMemory")); }).message(), "whole run"));
+  TraceOptions prefix;
+  prefix.max_timesteps = 9;
+  CHECK(th::contains(th::spec_error([&] { requests(s, prefix, timeloop("MainMemory")); }).message(), "whole run"));
+  TransferOptions e = timeloop("MainMemory");
+  e.enumerate = true;
+  CHECK(th::contains(th::spec_error([&] { requests(s, {}, e); }).message(), "closed form"));
+  // The stage over accesses follows SEMANTICS' fills and drains only.
+  CHECK(th::contains(
+      th::spec_error([&] { (void)(trace_pipeline(s, {}) | transfers(timeloop("MainMemory"))); }).message(),
+      "transfer_pipeline()"));
 }

@@ -350,13 +350,19 @@ def transfers(
     issue_rate=None,
     layout=None,
     partial_sums: bool = False,
+    convention: str = "looptree",
 ) -> TransferTrace:
     """The requests between ``level`` and its children, as ``looptrace transfers``; each
     with its issue ``cycle`` (``timestep * cycles_per_timestep``, or queued at
     ``issue_rate`` requests a cycle: ``4``, ``"1/8"``, ``0.25``, as ``--issue-rate``).
     ``layout``: a layout file's path, or its content as a dict (``{"layout": {...}}``), as
     ``--layout``. ``partial_sums``: also the reads of partial sums that a child window
-    writes first after an earlier window drained them, as ``--partial-sums``."""
+    writes first after an earlier window drained them, as ``--partial-sums``.
+    ``convention="timeloop"``: the requests Timeloop counts, as ``--convention timeloop``
+    (the whole run; their counts are ``movement(convention="timeloop")``'s parent reads
+    and updates)."""
+    if convention not in ("looptree", "timeloop"):
+        raise ValueError(f"convention is 'looptree' or 'timeloop', not {convention!r}")
     handle = _handle(spec_or_mapping, workload)
     layout_text, layout_file = _layout_source(layout)
     sel = _selection(max_timesteps, from_, to, shard, None, 0)[:4]
@@ -365,7 +371,7 @@ def transfers(
         raise ValueError("issue_rate must not be empty")
     t, a, w, c, x, storages, names, cycle = _looptrace.transfers(
         handle, str(level), _names(tensors), _names(einsums), *sel, int(line_bytes), int(align),
-        int(cycles_per_timestep), rate, layout_text, layout_file, bool(partial_sums)
+        int(cycles_per_timestep), rate, layout_text, layout_file, bool(partial_sums), convention == "timeloop"
     )
     return TransferTrace(str(level), t, a, w.view(bool), c, x, storages, names, cycle, issue_rate is not None)
 

@@ -22,7 +22,7 @@ struct TransferArgs {
   std::optional<std::string> issue_rate;  // none: no limit
   std::string method = "closed-form";
   std::string layout;  // a layout file (SEMANTICS "Layouts"); empty: row-major
-  std::string convention = "looptree";  // timeloop: refused (not written yet)
+  std::string convention = "looptree";
 };
 }  // namespace
 
@@ -60,14 +60,13 @@ void add_transfers_command(CLI::App& app) {
   cmd->add_option("--layout", t->layout,
                   "A layout file: each tensor's order, blocks, padding and base in each level (README 'Layouts')");
   cmd->add_option("--convention", t->convention,
-                  "looptree; timeloop (the non-overlapping part of each fill) is not supported yet: "
-                  "movement --convention timeloop gives Timeloop's counts")
+                  "looptree (SEMANTICS' fills and drains) or timeloop (the requests Timeloop's nest analysis counts: "
+                  "per window and multicast group, the part of a tile it counts as new, an output's updates and "
+                  "their read-backs; the counts of `movement --convention timeloop`)")
       ->capture_default_str()
       ->check(CLI::IsMember({"looptree", "timeloop"}));
   cmd->callback([args, t] {
-    if (t->convention == "timeloop")
-      throw SpecError("transfers --convention timeloop is not supported yet: its requests would be the part of "
-                      "each tile the instance did not hold; `movement --convention timeloop` gives Timeloop's counts");
+    if (t->convention == "timeloop") t->options.convention = Convention::timeloop;
     t->options.enumerate = t->method == "enumerate";
     Schedule schedule = args->load();
     std::optional<LayoutSpec> layout;

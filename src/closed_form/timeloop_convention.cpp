@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -367,6 +369,14 @@ struct InstanceClass {
   Wide count = 1, apart = 1;
 };
 
+// What one instance's tile at one of Timeloop's iterations asks of the parent: the tile
+// and its delta (sorted boxes; empty where nothing is new).
+struct RepStep {
+  Box tile;
+  std::vector<Box> delta;
+};
+using RepSteps = std::map<std::vector<std::int64_t>, std::vector<RepStep>>;  // temporal digits -> per instance
+
 struct TimeloopWalk {
   const Schedule& s;
   const LeafSchedule& leaf;
@@ -378,6 +388,7 @@ struct TimeloopWalk {
   std::vector<InstanceState> state;
   NodeTally tally;
   std::int64_t evaluations = 0;
+  RepSteps* record = nullptr;  // given: every instance's step at every iteration walked
 
   void step(Digits& digits, Wide weight) {
     // The deltas sent, per parent instance (its digits): an equal one again is a multicast.
@@ -397,9 +408,16 @@ struct TimeloopWalk {
       tally.max_tile = std::max(tally.max_tile, narrowed(size_of(b)));
       Wide size = 0;
       std::vector<Box> delta = delta_of(state[i], b, size);
+      std::sort(delta.begin(), delta.end(), before);
+      if (record) {
+        std::vector<std::int64_t> at;
+        for (const std::size_t j : temporal) at.push_back(digits[j]);
+        std::vector<RepStep>& steps = (*record)[std::move(at)];
+        steps.resize(instances.size());
+        steps[i] = {b, size == 0 ? std::vector<Box>{} : delta};
+      }
       if (weight == 0 || size == 0) continue;
       tally.delivered += weight * size * instances[i].count;
-      std::sort(delta.begin(), delta.end(), before);
       if (sent.emplace(std::move(key), std::move(delta)).second) tally.traffic += weight * size * instances[i].apart;
     }
   }
@@ -524,7 +542,9 @@ void distinct_walk(const LeafSchedule& leaf, const LeafTensor& access, std::size
 }
 
 // One access of the tensor below the node, as Timeloop would count its Einsum alone.
-NodeTally timeloop_part(const Schedule& s, std::size_t node, const Part& part) {
+// The walk of one access below a node, its instances made: every one where they and
+// Timeloop's steps are few enough (else, unless `every` is asked for, classes).
+TimeloopWalk walk_of(const Schedule& s, std::size_t node, const Part& part, bool every_instance) {
   const StorageWindows& n = s.storages[node];
   const std::string& name = s.tensors[std::size_t(part.access->tensor)].name;
   const LeafSchedule& leaf = *part.leaf;
@@ -543,7 +563,7 @@ NodeTally timeloop_part(const Schedule& s, std::size_t node, const Part& part) {
   Wide every = 1;
   for (const std::size_t j : w.spatial) every *= leaf.loops[j].count;
   try {
-    if (every * steps <= Wide(1) << 18) {
+    if (every * steps <= Wide(1) << 18 || (every_instance && every <= kBudget)) {
       std::vector<std::int64_t> at(w.spatial.size(), 0);
       for (;;) {
         w.instances.push_back({at, 1, 1});
@@ -583,6 +603,15 @@ NodeTally timeloop_part(const Schedule& s, std::size_t node, const Part& part) {
     throw SpecError(n.where, "--convention timeloop: tensor '" + name + "' at " + n.level + ": " + e.reason);
   }
   w.state.resize(w.instances.size());
+  return w;
+}
+
+NodeTally timeloop_part(const Schedule& s, std::size_t node, const Part& part) {
+  const StorageWindows& n = s.storages[node];
+  const std::string& name = s.tensors[std::size_t(part.access->tensor)].name;
+  const LeafSchedule& leaf = *part.leaf;
+  const LeafTensor& access = *part.access;
+  TimeloopWalk w = walk_of(s, node, part, false);
   w.tally.instances = n.instances;
   w.tally.write = part.write;
   w.tally.windows = 1;
@@ -744,5 +773,392 @@ MovementReport timeloop_movement(const Schedule& s, const TraceOptions& options)
     }
   return report;
 }
+
+}  // namespace looptrace
+
+// ---- transfers in Timeloop's convention ----
+
+namespace looptrace {
+
+namespace {
+
+struct PairHash {
+  std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const noexcept {
+    const std::uint64_t h = std::uint64_t(p.first) * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(p.second) + 0x632BE59BD9B4E019ull);
+    return std::size_t(h ^ (h >> 29));
+  }
+};
+
+// What one instance that sent deltas (for its multicast group) holds back: updates wait
+// until its tile changes.
+struct PendingUpdates {
+  Box last;                  // its tile when it last updated or sent
+  std::vector<Box> pending;  // updates not sent yet: they go when the tile next changes
+};
+
+// (parent instance, element) that an update reached before, under one parent node, as
+// bits (parent instances x tensor elements, where that is at most 2^30) or a set.
+struct Marks {
+  std::vector<std::uint64_t> bits;
+  std::unordered_set<std::pair<std::int64_t, std::int64_t>, PairHash> set;
+  std::int64_t elements = 0;  // the tensor's
+  // Marks (parent, element) updated; whether it was before.
+  bool update(std::int64_t parent, std::int64_t element) {
+    if (!bits.empty()) {
+      const std::uint64_t at = std::uint64_t(parent) * std::uint64_t(elements) + std::uint64_t(element);
+      const std::uint64_t bit = std::uint64_t(1) << (at % 64);
+      const bool before = (bits[at / 64] & bit) != 0;
+      bits[at / 64] |= bit;
+      return before;
+    }
+    return !set.emplace(parent, element).second;
+  }
+};
+
+// One access below the child node, walked as movement walks it, with every instance's
+// step at each of Timeloop's iterations kept.
+struct SlotPart {
+  Part part;
+  std::size_t above = 0, parent_above = 0;
+  std::vector<std::size_t> temporal, spatial;
+  std::vector<InstanceClass> instances;  // every instance
+  RepSteps reps;
+  // Per instance: its multicast group (instances that differ only along !Spatial loops
+  // below the parent whose variable the access does not use: one multicast, or one
+  // reduced update, where they ask the same delta, as movement's walk counts it) and its
+  // parent instance.
+  std::vector<std::uint32_t> group_of;
+  std::vector<std::int64_t> parent_of;
+  // Written accesses: per instance that sent a group's updates, those not sent yet.
+  std::map<std::size_t, PendingUpdates> pending;
+  // Written accesses: what updates reached under the parent node (shared).
+  struct Marks* marks = nullptr;
+};
+
+// The digits of Timeloop's iteration that stands for the window at temporal digits
+// `real` (per temporal loop: the first, the second for the middle ones; past a partial
+// tile, the last two), as movement's walk runs them (the !Spatial loops at the first
+// instance). A digit of -1 stays -1 (the loop taken whole).
+std::vector<std::int64_t> representative_of(const SlotPart& p, const std::vector<std::int64_t>& real) {
+  const LeafSchedule& leaf = *p.part.leaf;
+  Digits d(p.above, -1);
+  for (std::size_t k = 0; k < p.spatial.size(); ++k) d[p.spatial[k]] = p.instances.front().digits[k];
+  std::vector<std::int64_t> at;
+  for (std::size_t k = 0; k < p.temporal.size(); ++k) {
+    const std::size_t j = p.temporal[k];
+    const std::int64_t x = real[k], n = leaf.loops[j].count;
+    std::int64_t r = -1;
+    if (x >= 0) {
+      const std::vector<Eval> evals = evals_of(leaf, d, j);
+      r = 0;
+      if (evals.size() == 2) r = x == 0 ? 0 : 1;
+      else if (evals.size() == 3) r = x;
+      else if (evals.size() == 4) r = x == 0 ? 0 : x == n - 1 ? n - 1 : 1;
+    }
+    d[j] = r;
+    at.push_back(r);
+  }
+  return at;
+}
+
+// Refuses (SpecError) an access whose windows' tiles are not all shaped as their
+// representatives' (a window that runs an empty or shorter tile where Timeloop's
+// iteration standing for it runs a whole one: loop iterations past the tile they are
+// given): the representative's delta would have no place on the window's tile. Per
+// rank variable, every combination of the loops above the node over it (their product
+// at most 2^20; past that, the windows check as they come).
+void check_representatives(const Schedule& s, std::size_t node, const SlotPart& p) {
+  const LeafSchedule& leaf = *p.part.leaf;
+  const StorageWindows& n = s.storages[node];
+  for (std::size_t v = 0; v < leaf.variables.size(); ++v) {
+    std::vector<std::size_t> over;
+    Wide combos = 1;
+    for (std::size_t j = 0; j < p.above; ++j)
+      if (leaf.loops[j].variable == int(v)) over.push_back(j), combos *= leaf.loops[j].count;
+    if (over.empty() || combos > Wide(1) << 20) continue;
+    Digits d(p.above, 0);  // the other variables' loops at their first iteration: v's range is the same
+    for (;;) {
+      LeafRanges real, stand;
+      ranges_of(leaf, d, p.above, real);
+      std::vector<std::int64_t> temporal;
+      for (const std::size_t j : p.temporal) temporal.push_back(d[j]);
+      const std::vector<std::int64_t> at = representative_of(p, temporal);
+      Digits e = d;
+      for (std::size_t k = 0; k < p.temporal.size(); ++k) e[p.temporal[k]] = at[k];
+      ranges_of(leaf, e, p.above, stand);
+      if (real[v].size() != stand[v].size())
+        throw SpecError(n.where, "transfers --convention timeloop: tensor '" +
+                                     s.tensors[std::size_t(p.part.access->tensor)].name + "' at " + n.level +
+                                     ": a window where rank variable '" + leaf.variables[v] + "' has " +
+                                     std::to_string(real[v].size()) + " points stands, in Timeloop's count, for an "
+                                     "iteration where it has " + std::to_string(stand[v].size()) +
+                                     " (a loop's iterations run past the tile it is given): not supported");
+      std::size_t k = over.size();
+      while (k > 0 && ++d[over[k - 1]] == leaf.loops[over[k - 1]].count) d[over[--k]] = 0;
+      if (k == 0) break;
+    }
+  }
+}
+
+// The requests of one window: reads at its start, and the updates sent at the end of
+// the window before it (those of groups whose tile changes here).
+struct WindowRequests {
+  TimeRange window{0, 0};
+  std::vector<movement_boxes::Box> reads, sent;
+  std::vector<std::uint64_t> read_groups, sent_groups;
+};
+
+}  // namespace
+
+struct TimeloopUpdates {
+  std::map<int, Marks> by_parent;  // by parent node
+};
+
+struct TimeloopSlot::Impl {
+  const Schedule* s = nullptr;
+  std::shared_ptr<TimeloopUpdates> updates;
+  std::size_t node = 0;
+  std::vector<SlotPart> parts;
+  std::vector<std::int64_t> digits, counts;  // the next window's temporal digits, outermost first
+  bool more = true;                          // digits name a window still to step to
+  bool done = false;
+  // The current window; its writes are the updates the next window's tiles send (or,
+  // at the last window, every one still pending).
+  WindowRequests cur;
+  std::vector<movement_boxes::Box> writes;
+  std::vector<std::uint64_t> write_groups;
+
+  std::vector<std::int64_t> representative(const SlotPart& p) const { return representative_of(p, digits); }
+
+  static void add_boxes(const std::vector<Box>& boxes, std::vector<movement_boxes::Box>& out,
+                        std::vector<std::uint64_t>& groups, std::uint64_t group) {
+    for (const Box& b : boxes) {
+      out.push_back(rows_of(b));
+      groups.push_back(group);
+    }
+  }
+
+  // The elements of `delta` (updated by one group under parent instance `parent`) that
+  // an earlier update reached: read back, as runs along the innermost rank.
+  void read_backs(SlotPart& p, std::int64_t parent, const std::vector<Box>& delta, std::uint64_t group,
+                  WindowRequests& w) const {
+    const TensorInfo& info = s->tensors[std::size_t(p.part.access->tensor)];
+    for (const Box& b : delta) {
+      if (size_of(b) == 0) continue;
+      const std::size_t ranks = b.size();
+      std::vector<std::int64_t> c(ranks);
+      for (std::size_t r = 0; r < ranks; ++r) c[r] = b[r].from;
+      for (;;) {
+        std::int64_t base = 0;
+        for (std::size_t r = 0; r + 1 < ranks; ++r) base += c[r] * info.strides[r];
+        const Interval row = ranks == 0 ? Interval{0, 1} : b[ranks - 1];
+        const std::int64_t stride = ranks == 0 ? 0 : info.strides[ranks - 1];
+        std::int64_t run = -1;
+        auto flush = [&](std::int64_t end) {
+          if (run < 0) return;
+          Box out;
+          for (std::size_t r = 0; r + 1 < ranks; ++r) out.push_back(Interval{c[r], c[r] + 1});
+          if (ranks > 0) out.push_back(Interval{run, end});
+          w.reads.push_back(rows_of(out));
+          w.read_groups.push_back(group);
+          run = -1;
+        };
+        for (std::int64_t x = row.from; x < row.to; ++x) {
+          const bool before = p.marks->update(parent, base + x * stride);
+          if (before && run < 0) run = x;
+          if (!before) flush(x);
+        }
+        flush(row.to);
+        std::size_t r = ranks > 0 ? ranks - 1 : 0;
+        while (r > 0 && ++c[r - 1] == b[r - 1].to) c[r - 1] = b[r - 1].from, --r;
+        if (r == 0) break;
+      }
+    }
+  }
+
+  static std::uint64_t group_number(std::size_t part, std::uint32_t group) {
+    return (std::uint64_t(part) << 32) | group;
+  }
+
+  // The window at `digits`.
+  WindowRequests step() {
+    WindowRequests w;
+    const StorageWindows& n = s->storages[node];
+    w.window.from = time_at(n.time_base, n.time_levels, [&](std::size_t l) { return digits[l]; });
+    w.window.to = w.window.from + n.duration;
+    for (std::size_t pi = 0; pi < parts.size(); ++pi) {
+      SlotPart& p = parts[pi];
+      const LeafSchedule& leaf = *p.part.leaf;
+      const LeafTensor& access = *p.part.access;
+      const std::vector<std::int64_t> at = representative(p);
+      auto reps = p.reps.find(at);
+      if (reps == p.reps.end() || reps->second.size() != p.instances.size())
+        throw std::logic_error("transfers --convention timeloop: no iteration of Timeloop's stands for a window");
+      Digits d(p.above, -1);
+      for (std::size_t k = 0; k < p.temporal.size(); ++k) d[p.temporal[k]] = digits[k];
+      auto tile_of_instance = [&](std::size_t i) {
+        for (std::size_t k = 0; k < p.spatial.size(); ++k) d[p.spatial[k]] = p.instances[i].digits[k];
+        return hull_tile_of(leaf, access, d);
+      };
+      // Updates wait in their instance until its tile changes.
+      for (auto& [i, group] : p.pending) {
+        if (group.pending.empty()) continue;
+        const Box tile = tile_of_instance(i);
+        if (size_of(tile) == 0 || tile == group.last) continue;
+        add_boxes(group.pending, w.sent, w.sent_groups, group_number(pi, std::uint32_t(i)));
+        group.pending.clear();
+        group.last = tile;
+      }
+      // Each multicast group's delta once, as movement's walk counts it: instances under
+      // one parent instance that differ only along !Spatial loops whose variable the
+      // access does not use, and ask the same delta.
+      std::set<std::pair<std::uint32_t, const std::vector<Box>*>> sent;
+      for (std::size_t i = 0; i < p.instances.size(); ++i) {
+        const RepStep& st = reps->second[i];
+        if (st.delta.empty()) continue;
+        bool fresh = true;
+        for (const auto& [g, delta] : sent)
+          if (g == p.group_of[i] && *delta == st.delta) fresh = false;
+        if (!fresh) continue;
+        sent.emplace(p.group_of[i], &st.delta);
+        // The representative's delta, placed on this window's tile.
+        const Box tile = tile_of_instance(i);
+        bool alike = tile.size() == st.tile.size();
+        for (std::size_t r = 0; alike && r < tile.size(); ++r) alike = tile[r].size() == st.tile[r].size();
+        if (!alike)
+          throw SpecError(n.where, "transfers --convention timeloop: tensor '" +
+                                       s->tensors[std::size_t(access.tensor)].name + "' at " + n.level +
+                                       ": a window's tile is not shaped as the one of Timeloop's iteration that "
+                                       "stands for it: not supported");
+        std::vector<Box> delta = st.delta;
+        for (Box& b : delta)
+          for (std::size_t r = 0; r < b.size(); ++r) {
+            const std::int64_t shift = tile[r].from - st.tile[r].from;
+            b[r].from += shift, b[r].to += shift;
+          }
+        const std::uint64_t number = group_number(pi, std::uint32_t(i));
+        if (p.part.write) {
+          read_backs(p, p.parent_of[i], delta, number, w);
+          PendingUpdates& group = p.pending[i];
+          group.pending.insert(group.pending.end(), delta.begin(), delta.end());
+          group.last = tile;
+        } else {
+          add_boxes(delta, w.reads, w.read_groups, number);
+        }
+      }
+    }
+    return w;
+  }
+
+  // Steps to the window at `digits` and makes it the current one; its writes come from
+  // the window after it (or, at the last, every update still pending).
+  void advance() {
+    if (started && !more_ahead) {
+      done = true;
+      return;
+    }
+    cur = started ? std::move(ahead) : step();
+    started = true;
+    next_digits();
+    more_ahead = more;
+    writes.clear(), write_groups.clear();
+    if (more) {
+      ahead = step();
+      writes = std::move(ahead.sent), write_groups = std::move(ahead.sent_groups);
+      ahead.sent.clear(), ahead.sent_groups.clear();
+    } else {
+      for (std::size_t pi = 0; pi < parts.size(); ++pi)
+        for (auto& [i, group] : parts[pi].pending) {
+          add_boxes(group.pending, writes, write_groups, group_number(pi, std::uint32_t(i)));
+          group.pending.clear();
+        }
+    }
+  }
+  WindowRequests ahead;
+  bool started = false, more_ahead = false;
+
+  void next_digits() {
+    std::size_t k = digits.size();
+    while (k > 0 && ++digits[k - 1] == counts[k - 1]) digits[--k] = 0;
+    if (k == 0) more = false;
+  }
+};
+
+std::shared_ptr<TimeloopUpdates> make_timeloop_updates() { return std::make_shared<TimeloopUpdates>(); }
+
+TimeloopSlot::TimeloopSlot(const Schedule& s, std::uint32_t storage, std::uint32_t tensor,
+                           const std::vector<std::string>& einsums, std::shared_ptr<TimeloopUpdates> updates)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  if (!updates) updates = make_timeloop_updates();
+  m.updates = updates;
+  m.s = &s;
+  m.node = storage;
+  const StorageWindows& n = s.storages[storage];
+  const std::string& name = s.tensors[tensor].name;
+  for (const Part& part : parts_below(s, storage, int(tensor), einsums)) {
+    TimeloopWalk w = walk_of(s, storage, part, true);
+    if (std::any_of(w.instances.begin(), w.instances.end(), [](const InstanceClass& c) { return c.count != 1; }))
+      throw SpecError(n.where, "transfers --convention timeloop: more than 2^24 instances of " + n.level +
+                                   " to follow one by one");
+    if (w.temporal.size() != n.time_levels.size())
+      throw std::logic_error("transfers --convention timeloop: the loops above " + n.level +
+                             " are not its time levels");
+    SlotPart p{part, w.above, w.parent_above, w.temporal, w.spatial, w.instances, {}, {}, {}, {}};
+    std::map<std::vector<std::int64_t>, std::uint32_t> groups;
+    for (const InstanceClass& c : p.instances) {
+      std::vector<std::int64_t> key;
+      std::int64_t parent = 0;
+      for (std::size_t k = 0; k < p.spatial.size(); ++k) {
+        const std::size_t j = p.spatial[k];
+        key.push_back(j < p.parent_above || uses(*part.leaf, *part.access, j) ? c.digits[k] : -1);
+        if (j < p.parent_above) parent = parent * part.leaf->loops[j].count + c.digits[k];
+      }
+      const auto g = groups.try_emplace(key, std::uint32_t(groups.size())).first;
+      p.group_of.push_back(g->second);
+      p.parent_of.push_back(parent);
+    }
+    if (part.write) {
+      auto [at, fresh] = updates->by_parent.try_emplace(s.parent(storage, name));
+      p.marks = &at->second;
+      if (fresh) {
+        Wide parents = 1;
+        for (const std::size_t j : p.spatial)
+          if (j < p.parent_above) parents *= part.leaf->loops[j].count;
+        p.marks->elements = s.tensors[tensor].size;
+        if (parents * p.marks->elements <= Wide(1) << 30)
+          p.marks->bits.assign(std::size_t((parents * p.marks->elements + 63) / 64), 0);
+      }
+    }
+    check_representatives(s, storage, p);
+    w.record = &p.reps;
+    try {
+      Digits digits(n.loops_above, -1);
+      w.walk(digits, 0, 1);
+    } catch (const Unclosed& e) {
+      throw SpecError(n.where, "--convention timeloop: tensor '" + name + "' at " + n.level + ": " + e.reason);
+    }
+    m.parts.push_back(std::move(p));
+  }
+  for (const TimeLevel& l : n.time_levels) {
+    m.counts.push_back(l.count);
+    if (l.count <= 0) m.done = true;
+  }
+  m.digits.assign(m.counts.size(), 0);
+  if (m.parts.empty()) m.done = true;  // nothing below it accesses the tensor
+  if (!m.done) m.advance();
+}
+
+TimeloopSlot::TimeloopSlot(TimeloopSlot&&) noexcept = default;
+TimeloopSlot& TimeloopSlot::operator=(TimeloopSlot&&) noexcept = default;
+TimeloopSlot::~TimeloopSlot() = default;
+
+bool TimeloopSlot::done() const { return impl_->done; }
+const TimeRange& TimeloopSlot::window() const { return impl_->cur.window; }
+const std::vector<movement_boxes::Box>& TimeloopSlot::reads() const { return impl_->cur.reads; }
+const std::vector<std::uint64_t>& TimeloopSlot::read_groups() const { return impl_->cur.read_groups; }
+const std::vector<movement_boxes::Box>& TimeloopSlot::writes() const { return impl_->writes; }
+const std::vector<std::uint64_t>& TimeloopSlot::write_groups() const { return impl_->write_groups; }
+void TimeloopSlot::next() { impl_->advance(); }
 
 }  // namespace looptrace

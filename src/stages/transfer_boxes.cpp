@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
 #include "closed_form/movement_boxes.hpp"
+#include "closed_form/timeloop_convention.hpp"
 #include "looptrace/stages/filter.hpp"
 #include "looptrace/stages/transfers.hpp"
 
@@ -33,6 +35,7 @@ struct LineStream {
   std::uint64_t floor = 0;          // every line below was given
   bool write = false, done = false;
   std::uint32_t child = 0, tensor = 0;
+  std::uint64_t group = 0;  // Timeloop's convention: a line once per delta sent (its number; else 0)
 
   void start() {
     const std::size_t ranks = box.size();
@@ -90,7 +93,10 @@ struct LineStream {
   }
   // The heap's order (the streams of one timestep): the contract's, on current lines.
   TransferRequest request() const { return {0, cur * line, write, child, tensor}; }
-  bool after(const LineStream& o) const { return comes_after(request(), o.request()); }
+  bool after(const LineStream& o) const {
+    const TransferRequest a = request(), b = o.request();
+    return a == b ? group > o.group : comes_after(a, b);
+  }
 };
 
 // Along a blocked rank, a box's span is a partial first block, the whole blocks and a
@@ -100,13 +106,19 @@ struct Piece {
   Interval inner;
 };
 
+// One child (node, tensor): its windows from the boxes (SEMANTICS' fills and drains), or
+// in Timeloop's convention (TimeloopSlot: its reads and updates, numbered per delta sent).
 struct Cursor {
-  mb::SlotWindows windows;
+  std::optional<mb::SlotWindows> windows;
+  std::optional<TimeloopSlot> timeloop;
   std::uint32_t child, tensor;
   bool fills_next = true;  // else the current window's drains, at its end
+  bool done() const { return windows ? windows->done() : timeloop->done(); }
+  const TimeRange& window() const { return windows ? windows->window() : timeloop->window(); }
+  void next() { windows ? windows->next() : timeloop->next(); }
   std::int64_t at() const {
-    if (windows.done()) return kEndOfTime;
-    return fills_next ? windows.window().from : windows.window().to;
+    if (done()) return kEndOfTime;
+    return fills_next ? window().from : window().to;
   }
 };
 
@@ -125,6 +137,7 @@ struct BoxTransfers::Impl {
   std::int64_t now = -1;          // the timestep the streams are at
   std::vector<TransferRequest> out;
   TransferRequest last{-1, 0, false, 0, 0};
+  std::uint64_t last_group = 0;
   bool finished = false;
 
   bool kept(std::int64_t t) const {
@@ -132,10 +145,13 @@ struct BoxTransfers::Impl {
   }
   // A box of the tensor is a union of boxes of its layout's digits (Piece); the rows of
   // a lattice rank that is blocked, one such box per row.
-  void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c) {
+  void add(const std::vector<mb::Box>& boxes, bool write, const Cursor& c,
+           const std::vector<std::uint64_t>* groups = nullptr) {
     const TensorLayout& layout = addresses.layouts[c.tensor];
-    for (const mb::Box& b : boxes) {
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      const mb::Box& b = boxes[i];
       if (std::any_of(b.begin(), b.end(), [](const mb::Rows& s) { return s.empty(); })) continue;
+      group = groups ? (*groups)[i] : 0;
       row.assign(b.size(), 0);
       for (;;) {
         add_box(b, layout, write, c);
@@ -146,6 +162,7 @@ struct BoxTransfers::Impl {
     }
   }
   std::vector<std::int64_t> row;  // add(): the row of each blocked rank
+  std::uint64_t group = 0;        // add(): the number of the box's delta
   void add_box(const mb::Box& b, const TensorLayout& layout, bool write, const Cursor& c) {
     pieces.clear();
     counts.clear();
@@ -192,7 +209,7 @@ struct BoxTransfers::Impl {
     }
     st.digits = &layout.digits();
     st.base = layout.base, st.size = layout.bytes, st.line = options.line_bytes;
-    st.write = write, st.child = c.child, st.tensor = c.tensor;
+    st.write = write, st.child = c.child, st.tensor = c.tensor, st.group = group;
     st.start();
     if (st.done) streams.pop_back();
   }
@@ -203,11 +220,13 @@ struct BoxTransfers::Impl {
     for (Cursor& c : cursors)
       while (c.at() == t) {
         if (c.fills_next) {
-          if (keep) add(c.windows.fills(), false, c);
+          if (keep && c.windows) add(c.windows->fills(), false, c);
+          if (keep && c.timeloop) add(c.timeloop->reads(), false, c, &c.timeloop->read_groups());
           c.fills_next = false;
         } else {
-          if (keep) add(c.windows.drains(), true, c);
-          c.windows.next();
+          if (keep && c.windows) add(c.windows->drains(), true, c);
+          if (keep && c.timeloop) add(c.timeloop->writes(), true, c, &c.timeloop->write_groups());
+          c.next();
           c.fills_next = true;
         }
       }
@@ -217,8 +236,9 @@ struct BoxTransfers::Impl {
   }
   void give(LineStream& st) {
     const TransferRequest r{now, st.cur * st.line, st.write, st.child, st.tensor};
-    if (!(r == last)) out.push_back(r);  // one line of one fill or drain: once
+    if (!(r == last && st.group == last_group)) out.push_back(r);  // one line of one fill or drain: once
     last = r;
+    last_group = st.group;
     st.step();
   }
   void emit(std::size_t room) {
@@ -270,6 +290,8 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
   m.addresses = AddressMap::make(s, traced_tensors(s, m.context), options.align, options.layout, options.level);
   const TimeRange clip{0, end};  // a prefix cuts windows; a window or shard only drops requests
   if (report.empty()) return b;  // nothing to report
+  // Timeloop's convention: the updates of one child level's tensor, shared by its nodes.
+  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<TimeloopUpdates>> updates;
   try {
     for (std::uint32_t n : children_of(s, options.level, o.tensors))
       for (const std::string& name : s.storages[n].tensors) {
@@ -278,9 +300,16 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
           continue;
         const int p = s.parent(n, name);
         if (p < 0 || s.storages[std::size_t(p)].level != options.level) continue;
-        m.cursors.push_back({mb::SlotWindows(s, n, std::uint32_t(x), o.einsums, clip, report.from,
-                                                 options.partial_sums),
-                             n, std::uint32_t(x)});
+        Cursor c{{}, {}, n, std::uint32_t(x)};
+        if (options.convention == Convention::timeloop)
+        {
+          std::shared_ptr<TimeloopUpdates>& shared = updates[{s.storages[n].level, std::uint32_t(x)}];
+          if (!shared) shared = make_timeloop_updates();
+          c.timeloop.emplace(s, n, std::uint32_t(x), o.einsums, shared);
+        }
+        else
+          c.windows.emplace(s, n, std::uint32_t(x), o.einsums, clip, report.from, options.partial_sums);
+        m.cursors.push_back(std::move(c));
       }
   } catch (const mb::NotClosed& e) {
     if (why) *why = e.reason;

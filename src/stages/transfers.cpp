@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "looptrace/compile/window_walk.hpp"
+#include "looptrace/stages/time_selection.hpp"
 #include "looptrace/support/error.hpp"
 
 namespace looptrace {
@@ -17,6 +18,17 @@ void check_transfer_options(const TransferOptions& o) {
   if (!std::has_single_bit(o.align))
     throw SpecError("--align takes a power of two (bytes each tensor's start is a multiple of), not " +
                     std::to_string(o.align));
+}
+
+void check_timeloop_transfers(const Schedule& s, const TraceOptions& o, const TransferOptions& t) {
+  if (t.convention != Convention::timeloop) return;
+  if (t.enumerate)
+    throw SpecError("transfers --convention timeloop is counted from the tiles (closed form) only: "
+                    "--method enumerate follows SEMANTICS' fills and drains");
+  const TimeRange window = TimeSelection::from_options(o, s.n_timesteps).window;
+  if (o.sample_timesteps || window.from != 0 || window.to != s.n_timesteps)
+    throw SpecError("transfers --convention timeloop lists the whole run, as Timeloop counts it: no --from/--to, "
+                    "--max-timesteps, --shard or --sample-timesteps");
 }
 
 std::vector<std::string> traced_tensors(const Schedule& s, const StreamContext& context) {

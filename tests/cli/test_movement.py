@@ -432,17 +432,7 @@ def test_lattices_in_closed_form():
     # window's tile is {j, j + 2, j + 4, j + 6}, 2 windows. And O[p] = I[2p + r] with one
     # r per window: I's tiles {0, 2, .., 14}, {1, 3, .., 15}. Both in closed form, as the
     # enumeration counts them, and their transfers the same bytes.
-    retiled = write("retiled.yaml", """workload:
-  iteration_space_shape: {x: 0 <= x < 8}
-  einsums: ["B[x] = A[x]"]
-mapping:
-  nodes:
-  - !Storage {component: DRAM, tensors: [A, B]}
-  - !Spatial {rank_variable: x, tile_shape: 2, component: PE}
-  - !Temporal {rank_variable: x, tile_shape: 1}
-  - !Storage {component: Buf, tensors: [A, B]}
-  - !Compute {einsum: B}
-""")
+    retiled = os.path.join(ROOT, "tests", "specs", "retiled_copy.yaml")
     strided = write("strided.yaml", """workload:
   iteration_space_shape: {p: 0 <= p < 8, r: 0 <= r < 2}
   einsums: ["O[p] = I[X: 2*p + r] * W[r]"]

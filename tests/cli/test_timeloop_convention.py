@@ -414,9 +414,254 @@ def test_refusals():
     check(r.returncode == 2 and "closed form" in r.stderr, "enumerate refused: %d %s" % (r.returncode, r.stderr))
     r = movement("01_2level_os", "conv1d", "--convention", "timeloop", "--from", "3", "--to", "9")
     check(r.returncode == 2 and "whole run" in r.stderr, "selection refused: %d %s" % (r.returncode, r.stderr))
-    r = run("transfers", os.path.join(SPECS, "conv1d.workload.yaml"), os.path.join(SPECS, "01_2level_os.mapping.yaml"),
-            "--level", "MainMemory", "--convention", "timeloop")
-    check(r.returncode == 2 and "not supported" in r.stderr, "transfers refused: %d %s" % (r.returncode, r.stderr))
+    files = [os.path.join(SPECS, "conv1d.workload.yaml"), os.path.join(SPECS, "01_2level_os.mapping.yaml")]
+    for extra, says in ((["--method", "enumerate"], "closed form"), (["--from", "3", "--to", "9"], "whole run"),
+                        (["--max-timesteps", "9"], "whole run"), (["--shard", "0/2"], "whole run")):
+        r = run("transfers", *files, "--level", "MainMemory", "--convention", "timeloop", *extra)
+        check(r.returncode == 2 and says in r.stderr and r.stdout == "",
+              "transfers %s refused: %d %s" % (extra, r.returncode, r.stderr))
+
+
+def transfer_counts(mapping, workload, level, *extra):
+    """Requests of `transfers --convention timeloop --level LEVEL` (one element a line),
+    per (child level, tensor): [reads, writes]; and the requests themselves."""
+    r = run("transfers", os.path.join(SPECS, workload + ".workload.yaml"), os.path.join(SPECS, mapping + ".mapping.yaml"),
+            "--level", level, "--convention", "timeloop", "--line-bytes", "1", *extra, timeout=300)
+    check(r.returncode == 0, "transfers %s %s: exit %d: %s" % (mapping, level, r.returncode, r.stderr))
+    requests = [json.loads(line) for line in r.stdout.splitlines()]
+    counts = {}
+    for q in requests:
+        c = counts.setdefault((q["child"], q["tensor"]), [0, 0])
+        c[q["op"] == "write"] += 1
+    return counts, requests
+
+
+def ordered(requests):
+    """Time order; at one timestep writes before reads, then addresses ascending."""
+    keys = [(q["t"], q["op"] != "write", q["address"]) for q in requests]
+    return all(a <= b for a, b in zip(keys, keys[1:]))
+
+
+def streamed_counts(mapping, workload, level, tensor):
+    """(reads, writes) of `transfers --convention timeloop --level LEVEL --tensors TENSOR`
+    (one element a line), counted as Ramulator 2's lines stream by (LD / ST: 'T' is in
+    no address)."""
+    p = subprocess.Popen([EXE, "transfers", os.path.join(SPECS, workload + ".workload.yaml"),
+                          os.path.join(SPECS, mapping + ".mapping.yaml"), "--level", level, "--tensors", tensor,
+                          "--convention", "timeloop", "--line-bytes", "1", "--format", "ramulator2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = writes = 0
+    for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+        lines += chunk.count(b"\n")
+        writes += chunk.count(b"T")
+    err = p.stderr.read().decode(errors="replace")
+    check(p.wait() == 0, "transfers %s %s %s: %s" % (mapping, level, tensor, err))
+    return [lines - writes, writes]
+
+
+def test_transfer_counts():
+    """The invariant of `transfers --convention timeloop`: on every spec of
+    tests/specs/timeloop, the requests of a level P for its child level L and a tensor
+    (one element a line) number L's parent_reads (reads) and parent_updates (writes) of
+    `movement --convention timeloop`, and so P's reads and updates in Timeloop's stats
+    (test_parent_figures). Each tensor's parent is the next level out that holds it (the
+    stats list levels innermost first); in these specs a level is the parent of one
+    child level per tensor, so a (level, tensor)'s requests are that child's."""
+    checked = 0
+    for mapping, workload, stats, expected in CASES:
+        r = movement(mapping, workload, "--convention", "timeloop")
+        if r.returncode != 0:
+            check(False, mapping + ": movement exit %d" % r.returncode)
+            continue
+        got = entries(json.loads(r.stdout))
+        keys = list(expected)
+        children = {}
+        for i, key in enumerate(keys):
+            parent = next((k for k in keys[i + 1:] if k[1] == key[1]), None)
+            if parent is not None:
+                children.setdefault(parent, []).append(key)
+        for (level, tensor) in keys:
+            kids = children.get((level, tensor), [])
+            check(len(kids) <= 1, "%s %s %s: one child level" % (mapping, level, tensor))
+            want = [0, 0]
+            for kid in kids:
+                want = [got[kid]["parent_reads"], got[kid]["parent_updates"]]
+            have = streamed_counts(mapping, workload, level, tensor)
+            checked += 1
+            check(have == want, "%s %s -> %s: requests (reads, writes) %s, movement's parent reads and updates %s"
+                  % (mapping, (level, tensor), kids, have, want))
+    print("transfer counts checked: %d (level, tensor) pairs" % checked)
+
+
+def test_transfer_order():
+    """The requests in the contract's order (time; at one timestep writes first, then
+    addresses ascending), attributed to the child levels the specs give, on the specs
+    whose traces are small enough to read as JSON."""
+    for mapping, workload, _, expected in CASES:
+        if not mapping.startswith(tuple("0%d" % i for i in range(6))):
+            continue
+        levels = list(dict.fromkeys(level for level, _ in expected))
+        for level in levels:
+            counts, requests = transfer_counts(mapping, workload, level)
+            check(ordered(requests), "%s %s: requests out of order" % (mapping, level))
+            for child, tensor in counts:
+                check((child, tensor) in expected and levels.index(child) < levels.index(level),
+                      "%s %s: a request for %s %s" % (mapping, level, child, tensor))
+
+
+def test_transfer_conv1d_requests():
+    """Hand-worked: conv1d (Inputs[p + r], p < 16, r < 3), MainMemory above a p loop of
+    16, Buffer (Weights, Inputs, Outputs) above the r loop of 3: Buffer's windows are
+    [3p, 3p + 3). Weights' tile [0, 3) stays put: read once at 0. Inputs' tile [p, p + 3)
+    slides by one: [0, 3) at 0, then the one new element p + 2 at 3p. Outputs' tile {p}
+    changes every window: each is updated when the next window's tile replaces it (at
+    3p + 3), never read back. Addresses: Weights at 0, Inputs at 4096, Outputs at 8192."""
+    _, requests = transfer_counts("01_2level_os", "conv1d", "MainMemory")
+    want = [(0, "read", a, "Weights") for a in range(3)] + [(0, "read", 4096 + a, "Inputs") for a in range(3)]
+    for p in range(1, 16):
+        want += [(3 * p, "write", 8192 + p - 1, "Outputs"), (3 * p, "read", 4096 + p + 2, "Inputs")]
+    want.append((48, "write", 8192 + 15, "Outputs"))
+    have = [(q["t"], q["op"], q["address"], q["tensor"]) for q in requests]
+    check(have == want, "conv1d os: %s" % have)
+    check(all(q["child"] == "Buffer" and q["level"] == "MainMemory" for q in requests), "conv1d os: child and level")
+    # Weight-stationary (r outer, 3 windows [16r, 16r + 16) of Buffer): Weights' tile {r}
+    # at 16r; Inputs' [r, r + 16): 16 at 0, then 16 + r - 1 at 16r; Outputs' tile [0, 16)
+    # stays put over the three windows: updated once, at the end (48), never read back.
+    _, requests = transfer_counts("01_2level_ws", "conv1d", "MainMemory")
+    want = [(0, "read", 0, "Weights")] + [(0, "read", 4096 + a, "Inputs") for a in range(16)]
+    for r in (1, 2):
+        want += [(16 * r, "read", r, "Weights"), (16 * r, "read", 4096 + 15 + r, "Inputs")]
+    want += [(48, "write", 8192 + a, "Outputs") for a in range(16)]
+    have = [(q["t"], q["op"], q["address"], q["tensor"]) for q in requests]
+    check(have == want, "conv1d ws: %s" % have)
+
+
+def random_nest(rng):
+    """A random nest of one Einsum (A[m, k], B[k + r] read, Z[m] written) under three
+    levels (Main, Mid, Buf; Mid and Buf hold some of the tensors), with imperfect tiles,
+    first tiles of their own and !Spatial loops anywhere."""
+    extents = {v: rng.randint(1, 6) for v in "mkr"}
+    loops = []
+    for _ in range(rng.randint(2, 6)):
+        var = rng.choice("mkr")
+        given = extents[var]
+        for l in loops:
+            if l[0] == var:
+                given = max(l[2], l[3])
+        tile = rng.randint(1, max(1, given))
+        initial = tile if rng.random() < 0.8 else rng.randint(1, max(1, given))
+        loops.append((var, rng.random() < 0.3, tile, initial))
+    cuts = sorted(rng.sample(range(len(loops) + 1), 2))
+
+    def node(l):
+        kind = "Spatial" if l[1] else "Temporal"
+        extra = ", name: X" if l[1] else ""
+        first = ", initial_tile_shape: %d" % l[3] if l[3] != l[2] else ""
+        return "  - !%s {rank_variable: %s, tile_shape: %d%s%s}\n" % (kind, l[0], l[2], first, extra)
+
+    def storage(name):
+        held = [t for t in "ABZ" if rng.random() < 0.8]
+        return "  - !Storage {component: %s, tensors: [%s]}\n" % (name, ", ".join(held)) if held else ""
+
+    return ("workload:\n  iteration_space_shape:\n" +
+            "".join("    %s: 0 <= %s < %d\n" % (v, v, e) for v, e in extents.items()) +
+            "  einsums:\n  - name: E\n    tensor_accesses:\n"
+            "    - {name: A, projection: [m, k]}\n    - {name: B, projection: {J: k + r}}\n"
+            "    - {name: Z, projection: [m], output: True}\n"
+            "mapping:\n  nodes:\n  - !Storage {component: Main, tensors: [A, B, Z]}\n" +
+            "".join(node(l) for l in loops[:cuts[0]]) + storage("Mid") +
+            "".join(node(l) for l in loops[cuts[0]:cuts[1]]) + storage("Buf") +
+            "".join(node(l) for l in loops[cuts[1]:]) + "  - !Compute {einsum: E}\n")
+
+
+def test_transfer_random():
+    """The invariant on random nests: every level's requests per child level and tensor
+    number movement's parent reads and updates, or the level is refused (exit 2, nothing
+    written) where a window with an empty or shorter tile stands in Timeloop's count for
+    an iteration with a whole one."""
+    import random
+    rng = random.Random(5)
+    refused = 0
+    for case in range(60):
+        text = random_nest(rng)
+        path = write("tl_random%d.yaml" % case, text)
+        r = run("movement", path, "--convention", "timeloop")
+        if r.returncode != 0:
+            check(False, "random %d: movement exit %d: %s\n%s" % (case, r.returncode, r.stderr, text))
+            continue
+        report = json.loads(r.stdout)
+        want = {(l["level"], t["tensor"]): [t["parent_reads"], t["parent_updates"]]
+                for l in report["levels"] for t in l["tensors"] if not t["home"]}
+        have, failed = {}, False
+        for level in [l["level"] for l in report["levels"]]:
+            q = run("transfers", path, "--level", level, "--convention", "timeloop", "--line-bytes", "1")
+            if q.returncode != 0:
+                check(q.returncode == 2 and "not supported" in q.stderr and q.stdout == "",
+                      "random %d %s: exit %d: %s" % (case, level, q.returncode, q.stderr))
+                failed = True
+                continue
+            for line in q.stdout.splitlines():
+                x = json.loads(line)
+                c = have.setdefault((x["child"], x["tensor"]), [0, 0])
+                c[x["op"] == "write"] += 1
+        if failed:
+            refused += 1
+            continue
+        for key, w in want.items():
+            check(have.get(key, [0, 0]) == w, "random %d %s: requests %s, movement %s\n%s"
+                  % (case, key, have.get(key, [0, 0]), w, text))
+    check(refused <= 3, "random: %d of 60 refused" % refused)
+    # One refused: k split over 2 instances of 4 and 1, m tiles of 4 then 2 with an
+    # inner m loop of 4: the window at the inner m's third iteration in the outer second
+    # tile is empty, where Timeloop counts the second's delta for it.
+    text = CONV_REFUSED
+    r = run("transfers", write("tl_refused.yaml", text), "--level", "Mid", "--convention", "timeloop")
+    check(r.returncode == 2 and "rank variable 'm' has 0 points" in r.stderr and "not supported" in r.stderr
+          and r.stdout == "", "refused: %d %s" % (r.returncode, r.stderr))
+
+
+CONV_REFUSED = """\
+workload:
+  iteration_space_shape:
+    m: 0 <= m < 6
+    k: 0 <= k < 5
+    r: 0 <= r < 3
+  einsums:
+  - name: E
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: B, projection: {J: k + r}}
+    - {name: Z, projection: [m], output: True}
+mapping:
+  nodes:
+  - !Storage {component: Main, tensors: [A, B, Z]}
+  - !Spatial {rank_variable: k, tile_shape: 4, name: X}
+  - !Storage {component: Mid, tensors: [A, B, Z]}
+  - !Temporal {rank_variable: m, tile_shape: 4}
+  - !Temporal {rank_variable: k, tile_shape: 1}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Storage {component: Buf, tensors: [A, B, Z]}
+  - !Compute {einsum: E}
+"""
+
+
+def test_transfer_read_backs():
+    """Partial sums read back: 04_3level_spatial_kp, GlobalBuffer's Outputs for the
+    RegisterFiles: 16 x 992 reads (each update but the first of an element in its
+    GlobalBuffer instance is read back first) and 16 x 1024 updates, Timeloop's
+    GlobalBuffer reads and updates; each read of an element comes after an update of it
+    by the same child (before the window that reads it back)."""
+    counts, requests = transfer_counts("04_3level_spatial_kp", "conv1d_oc_ic", "GlobalBuffer", "--tensors", "Outputs")
+    check(counts.get(("RegisterFile", "Outputs")) == [992 * 16, 1024 * 16], "kp read-backs: %s" % counts)
+    # (The 16 GlobalBuffers share the address space: an element's reads are at most its
+    # writes so far, counted per address.)
+    written, ok = {}, True
+    for q in requests:
+        if q["op"] == "write":
+            written[q["address"]] = written.get(q["address"], 0) + 1
+        else:
+            ok = ok and written.get(q["address"], 0) > 0
+    check(ok, "kp: a read-back before any update of its element")
 
 
 def test_python():
@@ -442,8 +687,20 @@ def test_python():
     check(p.returncode == 0, "python: %s" % p.stderr[-500:])
     cli = movement("04_3level_spatial_kp", "conv1d_oc_ic", "--convention", "timeloop")
     check(p.returncode == 0 and json.loads(p.stdout) == json.loads(cli.stdout), "python: the CLI's report")
+    # transfers(convention="timeloop"): the CLI's requests; a convention it does not know is a ValueError.
+    code = ("import json, sys; import looptrace; spec = looptrace.Spec.from_yaml(sys.argv[1], sys.argv[2]); "
+            "print(json.dumps(list(looptrace.transfers(spec, 'GlobalBuffer', line_bytes=1, "
+            "convention='timeloop').records())))\n"
+            "try:\n    looptrace.transfers(spec, 'GlobalBuffer', convention='tl')\n"
+            "except ValueError as e:\n    print('ValueError', e)\n")
+    q = subprocess.run([python, "-c", code, *files], capture_output=True, text=True, env=env)
+    check(q.returncode == 0, "python transfers: %s" % q.stderr[-500:])
+    _, requests = transfer_counts("04_3level_spatial_kp", "conv1d_oc_ic", "GlobalBuffer")
+    lines = q.stdout.splitlines()
+    check(len(lines) == 2 and json.loads(lines[0]) == requests, "python transfers: the CLI's requests")
+    check(len(lines) == 2 and "convention is 'looptree' or 'timeloop'" in lines[1], "python transfers: bad convention")
 
 
 if __name__ == "__main__":
     sys.exit(main([test_reference_figures, test_parent_figures, test_text_table, test_per_instance_default, test_per_instance_brute_force, test_refusals, test_python,
-                   test_python_argument]))
+                   test_python_argument, test_transfer_counts, test_transfer_order, test_transfer_conv1d_requests, test_transfer_read_backs, test_transfer_random]))

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "looptrace/closed_form/layout_costs.hpp"
+#include "looptrace/convention.hpp"
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/frontend/load.hpp"  // what a caller compiles the schedule from
@@ -88,11 +89,6 @@ struct LevelMovement {
 };
 
 enum class MovementMethod { closed_form, enumerate };
-
-// What the figures mean: SEMANTICS' LoopTree definitions, or Timeloop's (sliding-window
-// reuse between a buffer instance's consecutive tiles, reset when the step changes;
-// figures per instance; multicast and spatial reduction; partial sums read back).
-enum class Convention { looptree, timeloop };
 
 // What the closed form handed to enumeration, and why: one (Storage node, tensor) slot
 // of the level, or the whole level (`tensor` empty) where its slots could not be

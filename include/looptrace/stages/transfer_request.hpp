@@ -9,6 +9,7 @@
 
 #include "looptrace/record.hpp"
 #include "looptrace/compile/schedule.hpp"
+#include "looptrace/convention.hpp"
 #include "looptrace/frontend/layout.hpp"
 #include "looptrace/stages/layout.hpp"  // AddressMap: where each tensor lies
 
@@ -47,6 +48,11 @@ struct TransferOptions {
   // that an earlier window of the child drained (from the trace's start) is read from
   // the level at the window's start too, with its fills.
   bool partial_sums = false;
+  // timeloop: the requests Timeloop's nest analysis counts (README "Transfers in
+  // Timeloop's convention"): per window and distinct delta of a multicast group of a
+  // child's instances, the part of the tile Timeloop counts as new (reads), an output's
+  // updates and the read-backs of its partial sums; the whole run, from the boxes only.
+  Convention convention = Convention::looptree;
   const LayoutSpec* layout = nullptr;  // the layouts of `level` (null: row-major); the caller keeps it alive
 };
 

@@ -163,6 +163,10 @@ class Transfers : public Stage<Transfers<Up>, TransferRequest> {
 // Refuses (SpecError) a stream whose transfers are not defined: a sample of timesteps.
 void check_transfer_stream(const StreamContext& context);
 
+// Refuses (SpecError) what Timeloop's convention does not define, where `t` asks for
+// it: a selection of time (it counts the whole run) and the enumeration.
+void check_timeloop_transfers(const Schedule& schedule, const TraceOptions& o, const TransferOptions& t);
+
 // The transfers of `options.level` over a stream, of the requests in the stream's
 // window (a prefix ends the trace: its last drains are kept; a window [from, to) or a
 // shard keeps the whole run's requests there, as `looptrace transfers` does). Over
@@ -180,6 +184,7 @@ struct TransfersAdaptor : StageAdaptor {
   Transfers<Up> operator()(Up up) const {
     const StreamContext& c = up.context();
     check_transfer_stream(c);
+    refuse_timeloop();
     if (c.cuts_run())
       throw SpecError("transfers over window traffic of a stream cut to [" + std::to_string(c.window.from) + ", " +
                       std::to_string(c.window.to) + ") would clip the windows that straddle its edges: put " +
@@ -191,6 +196,7 @@ struct TransfersAdaptor : StageAdaptor {
     const Schedule& s = up.schedule();
     const StreamContext& c = up.context();
     check_transfer_stream(c);
+    refuse_timeloop();
     std::vector<std::uint32_t> nodes = given_children ? children : children_of(s, options.level, tensors);
     TransferOptions o = options;
     const std::int64_t end = earlier(c.trace_end, s.n_timesteps);
@@ -205,6 +211,11 @@ struct TransfersAdaptor : StageAdaptor {
   }
 
  private:
+  void refuse_timeloop() const {
+    if (options.convention == Convention::timeloop)
+      throw SpecError("the Transfers stage follows SEMANTICS' fills and drains: Timeloop's convention comes from "
+                      "transfer_pipeline(), in closed form");
+  }
   template <TrafficSource Up>
   static Transfers<Up> over_traffic(Up up, TransferOptions o) {
     AddressMap addresses = AddressMap::make(up.schedule(), traced_tensors(up.schedule(), up.context()), o.align,
@@ -252,6 +263,7 @@ class TransferStream : public Stage<TransferStream<Enumerating>, TransferRequest
 // Throws SpecError for a sampled selection or a level with no Storage node.
 inline auto transfer_pipeline(const Schedule& s, const TraceOptions& o, TransferOptions options) {
   check_transfer_options(options);
+  check_timeloop_transfers(s, o, options);
   if (o.sample_timesteps) check_transfer_stream({.sampled = true});
   const std::vector<std::uint32_t> children = children_of(s, options.level, o.tensors);
   // The report window for the boxes; the enumerating stage takes it from its stream.
