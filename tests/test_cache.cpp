@@ -3,7 +3,10 @@
 // against a plain LRU stack, and the shapes a cache refuses.
 #include <doctest/doctest.h>
 
+#include <list>
 #include <random>
+#include <set>
+#include <unordered_map>
 
 #include "helpers.hpp"
 #include "looptrace/stages/cache.hpp"
@@ -394,6 +397,66 @@ TEST_CASE("cache: the engines made for a shape are the generic engine, access fo
           ++runs;
         }
   CHECK(runs == 3 * 5 * 4 * 3);
+}
+
+TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over long streams") {
+  // The shadow of the 64-byte-block engines lives on their ways' stamps (StampShadow):
+  // against a plain list, over streams that keep its tail still while time runs on (a
+  // loop over half the lines: the times are renumbered many times), that move it every
+  // access (a scan), that evict from sets what the shadow still holds (conflicts: its
+  // lines aside), writes that do not allocate, and misses right after times were
+  // renumbered; 60,000 accesses each.
+  std::mt19937_64 rng(41);
+  int runs = 0;
+  for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (std::uint64_t ways : {1u, 4u, 16u})
+      for (std::uint64_t sets : {1u, 8u, 64u})
+        for (int pattern = 0; pattern < 5; ++pattern) {
+          CacheConfig c = shape(sets * ways, ways, 1, p);
+          c.write_allocate = pattern != 3;
+          const std::uint64_t n = sets * ways;
+          std::vector<LineAccess> in;
+          for (int i = 0; i < 60000; ++i) {
+            std::uint64_t line;
+            switch (pattern) {
+              case 0: line = rng() % (n / 2 + 1); break;                              // a loop within the cache
+              case 1: line = std::uint64_t(i) % (2 * n + 3); break;                    // a scan past it
+              case 2: line = (rng() % (n + 1)) * sets + (rng() % 2) * 7; break;        // few sets, many lines
+              case 3: line = i % 5 == 0 ? rng() % (4 * n) : rng() % (n / 2 + 1); break;  // and writes
+              default:  // a loop long enough that the times are renumbered, then misses
+                line = std::uint64_t(i) % (20 * n + 7) < 18 * n ? rng() % (n / 2 + 1) : rng() % (3 * n);
+            }
+            in.push_back({i, line, kNoTrace, std::uint32_t(line % 3), pattern == 3 && rng() % 3 == 0});
+          }
+          // The shadow by its definition: a list, most recent first, of at most n lines.
+          std::list<std::uint64_t> order;
+          std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
+          std::set<std::uint64_t> seen;
+          std::uint64_t capacity = 0;
+          for (const LineAccess& a : in) {
+            const bool cold = seen.insert(a.line).second, allocate = !a.write || c.write_allocate;
+            const auto it = where.find(a.line);
+            if (it != where.end()) {
+              order.erase(it->second);
+            } else {
+              capacity += !cold;
+              if (!allocate) continue;
+              if (order.size() == n) where.erase(order.back()), order.pop_back();
+            }
+            order.push_front(a.line), where[a.line] = order.begin();
+          }
+          CacheModel m(c, 3, 0);
+          for (std::size_t at = 0; at < in.size(); at += 1000) m.count(std::span(in).subspan(at, 1000));
+          m.finish();
+          CAPTURE(policy_name(p));
+          CAPTURE(ways);
+          CAPTURE(sets);
+          CAPTURE(pattern);
+          CHECK(m.report().total.cold == seen.size());
+          CHECK(m.report().total.capacity == capacity);
+          ++runs;
+        }
+  CHECK(runs == 3 * 3 * 3 * 5);
 }
 
 TEST_CASE("cache: PLRU over 8 ways by hand, the lowest empty way first") {

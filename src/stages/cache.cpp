@@ -24,6 +24,7 @@ struct Victim {
   bool valid = false, dirty = false;
   std::uint64_t line = 0;
   std::uint32_t tensor = 0;
+  std::uint32_t stamp = 0;  // SignatureSets: the line's last use (StampShadow)
 };
 
 // line -> slot, open addressing with backward-shift deletion; sized once (the lines of
@@ -254,17 +255,108 @@ class SetAssociative {
   std::vector<std::uint32_t> owner_;
 };
 
-// A set-associative LRU or FIFO cache of at most 16 ways, data-oriented: per set one
-// 64-byte block of its ways' 16-bit signatures, ages and dirty bytes (the ways padded
-// to 16 lanes), beside the tags and owners, which a hit reads one word of and a miss
-// writes. An age is a way's rank in recency (LRU: last use; FIFO: fill), 0 the newest;
-// an empty way's age is kEmpty, so the lowest empty way is the lowest lane of that age,
-// and the victim of a full set the lane of age ways - 1. A hit or fill at a way of age
-// a ages every way younger than a by one and makes it 0: one compare, one subtract and
-// one mask over the 16 lanes, in registers. Which way holds a line is not observable
-// under LRU or FIFO, so this is the stamp engine's cache, access for access.
+// What SmallSets and PlruSets share, data-oriented: per set one 64-byte block (`Meta`,
+// which starts with its ways' 16-bit signatures and holds their dirty bytes), compared
+// eight ways at a time, and beside it per way its tag, owner and stamp (the line's last
+// use as the three Cs' shadow counts time: StampShadow). A hit reads one 64-byte block
+// and one tag; a way's id is set * ways + way.
+template <class Meta>
+class SignatureSets {
+ public:
+#if defined(__SSE2__)
+  std::int64_t lookup(std::uint64_t line) {
+    set_ = set_of(line);
+    const Meta& m = meta_[set_];
+    const __m128i want = _mm_set1_epi16(short(signature(line)));
+    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
+    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
+    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
+    const std::size_t base = set_ * ways_;
+    const std::uint64_t* t = tag_.data() + base;
+    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
+      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
+      if (t[way] == line) return std::int64_t(base + way);
+    }
+    return -1;
+  }
+#else
+  std::int64_t lookup(std::uint64_t) { return -1; }
+#endif
+  // A later access's set block and tags, so that its lookup finds them in the CPU's cache.
+  void prefetch(std::uint64_t line) const {
+    const std::size_t set = set_of(line);
+    __builtin_prefetch(&meta_[set]);
+    __builtin_prefetch(tag_.data() + set * ways_);
+  }
+  // After lookup(), in the same set.
+  std::uint8_t& dirty(std::int64_t id) { return meta_[set_].dirty[std::size_t(id) - set_ * ways_]; }
+  std::uint32_t& stamp(std::int64_t id) { return stamp_[std::size_t(id)]; }
+  template <class Fn>
+  void each_dirty(Fn fn) const {
+    for (std::size_t i = 0; i < tag_.size(); ++i)
+      if (tag_[i] != kNoLine && meta_[i / ways_].dirty[i % ways_]) fn(owner_[i]);
+  }
+  // fn(line, stamp) for every line held.
+  template <class Fn>
+  void each_stamp(Fn fn) {
+    for (std::size_t i = 0; i < tag_.size(); ++i)
+      if (tag_[i] != kNoLine) fn(tag_[i], stamp_[i]);
+  }
+  template <class Fn>
+  void each_stamp(Fn fn) const {
+    for (std::size_t i = 0; i < tag_.size(); ++i)
+      if (tag_[i] != kNoLine) fn(tag_[i], std::uint32_t(stamp_[i]));
+  }
+
+ protected:
+  void init_sets(std::uint64_t sets, std::uint64_t ways) {
+    sets_ = sets, ways_ = ways;
+    pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
+    meta_.assign(sets, Meta{});
+    for (Meta& m : meta_) std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
+    tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0), stamp_.assign(sets * ways, 0);
+    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
+    lane_bits_ = ways >= 16 ? 0xFFFFu : (1u << ways) - 1;
+  }
+  std::size_t set_of(std::uint64_t line) const { return std::size_t(pow2_ ? line & mask_ : line % sets_); }
+  // Way `way` of the last lookup's set now holds `line`; what it held, if anything.
+  Victim replace(std::size_t way, bool full, std::uint64_t line, bool dirty, std::uint32_t tensor,
+                 std::uint32_t stamp) {
+    Meta& m = meta_[set_];
+    const std::size_t id = set_ * ways_ + way;
+    Victim v;
+    if (full) v = {true, m.dirty[way] != 0, tag_[id], owner_[id], stamp_[id]};
+    tag_[id] = line, owner_[id] = tensor, stamp_[id] = stamp;
+    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    return v;
+  }
+  // 16 bits of a line (the same line, the same bits; a collision only costs a tag compare).
+  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
+
+  std::uint64_t sets_ = 1, ways_ = 1, mask_ = 0;
+  bool pow2_ = true;
+  unsigned way_bits_ = 0, lane_bits_ = 0;  // the ways' lanes, as 16-bit and as 8-bit compares
+  std::size_t set_ = 0;                    // the set of the last lookup
+  std::vector<Meta> meta_;
+  std::vector<std::uint64_t> tag_;
+  std::vector<std::uint32_t> owner_, stamp_;
+};
+
+struct alignas(64) AgeMeta {
+  std::uint16_t sig[16];
+  std::int8_t age[16];
+  std::uint8_t dirty[16];
+};
+
+// A set-associative LRU or FIFO cache of at most 16 ways (SignatureSets; the ways padded
+// to 16 lanes). An age is a way's rank in recency (LRU: last use; FIFO: fill), 0 the
+// newest; an empty way's age is kEmpty, so the lowest empty way is the lowest lane of
+// that age, and the victim of a full set the lane of age ways - 1. A hit or fill at a
+// way of age a ages every way younger than a by one and makes it 0: one compare, one
+// subtract and one mask over the 16 lanes, in registers. Which way holds a line is not
+// observable under LRU or FIFO, so this is the stamp engine's cache, access for access.
 template <CachePolicy P>
-class SmallSets {
+class SmallSets : public SignatureSets<AgeMeta> {
  public:
   static constexpr std::int8_t kEmpty = 127;
   static bool fits(std::uint64_t ways) {
@@ -276,63 +368,31 @@ class SmallSets {
 #endif
   }
   void init(std::uint64_t sets, std::uint64_t ways) {
-    sets_ = sets, ways_ = ways;
-    pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
-    meta_.assign(sets, Meta{});
-    for (Meta& m : meta_) {
-      std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
+    init_sets(sets, ways);
+    for (AgeMeta& m : meta_) {
       std::fill(std::begin(m.age), std::end(m.age), kEmpty);
       std::fill(std::begin(m.dirty), std::end(m.dirty), std::uint8_t(0));
     }
-    tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0);
-    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
-    lane_bits_ = ways >= 16 ? 0xFFFFu : (1u << ways) - 1;
   }
 #if defined(__SSE2__)
-  std::int64_t lookup(std::uint64_t line) {
-    set_ = std::size_t(pow2_ ? line & mask_ : line % sets_);
-    const Meta& m = meta_[set_];
-    const __m128i want = _mm_set1_epi16(short(signature(line)));
-    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
-    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
-    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
-    const std::uint64_t* t = tag_.data() + set_ * ways_;
-    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
-      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
-      if (t[way] == line) return std::int64_t(set_ * ways_ + way);
-    }
-    return -1;
-  }
   // After lookup(), in the same set.
   void hit(std::int64_t id) {
     if constexpr (P == CachePolicy::lru) make_newest(std::size_t(id) - set_ * ways_);
   }
-  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor) {
-    Meta& m = meta_[set_];
-    const __m128i age = _mm_load_si128(reinterpret_cast<const __m128i*>(m.age));
+  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::uint32_t stamp = 0) {
+    const __m128i age = _mm_load_si128(reinterpret_cast<const __m128i*>(meta_[set_].age));
     const unsigned empty = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(age, _mm_set1_epi8(kEmpty)))) & lane_bits_;
     const std::size_t way = empty != 0 ? unsigned(__builtin_ctz(empty))
                                        : unsigned(__builtin_ctz(unsigned(_mm_movemask_epi8(
                                              _mm_cmpeq_epi8(age, _mm_set1_epi8(char(ways_ - 1)))))));
-    const std::size_t id = set_ * ways_ + way;
-    Victim v;
-    if (empty == 0) v = {true, m.dirty[way] != 0, tag_[id], owner_[id]};
-    tag_[id] = line, owner_[id] = tensor;
-    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    const Victim v = replace(way, empty == 0, line, dirty, tensor, stamp);
     make_newest(way);
     return v;
   }
 #else
-  std::int64_t lookup(std::uint64_t) { return -1; }
   void hit(std::int64_t) {}
-  Victim fill(std::uint64_t, bool, std::uint32_t) { return {}; }
+  Victim fill(std::uint64_t, bool, std::uint32_t, std::uint32_t = 0) { return {}; }
 #endif
-  std::uint8_t& dirty(std::int64_t id) { return meta_[std::size_t(id) / ways_].dirty[std::size_t(id) % ways_]; }
-  template <class Fn>
-  void each_dirty(Fn fn) const {
-    for (std::size_t i = 0; i < tag_.size(); ++i)
-      if (tag_[i] != kNoLine && meta_[i / ways_].dirty[i % ways_]) fn(owner_[i]);
-  }
   // Per set, its lines newest first: a way's place is its age (which way holds a line
   // is not observable).
   void snapshot(CacheSnapshot& out) const {
@@ -356,15 +416,10 @@ class SmallSets {
   }
 
  private:
-  struct alignas(64) Meta {
-    std::uint16_t sig[16];
-    std::int8_t age[16];
-    std::uint8_t dirty[16];
-  };
 #if defined(__SSE2__)
   // Ages every way younger than `way` by one, and `way` to 0.
   void make_newest(std::size_t way) {
-    Meta& m = meta_[set_];
+    AgeMeta& m = meta_[set_];
     __m128i* p = reinterpret_cast<__m128i*>(m.age);
     const __m128i age = _mm_load_si128(p);
     const __m128i younger = _mm_cmplt_epi8(age, _mm_set1_epi8(m.age[way]));
@@ -373,26 +428,23 @@ class SmallSets {
     _mm_store_si128(p, _mm_andnot_si128(lane, _mm_sub_epi8(age, younger)));
   }
 #endif
-  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
-
-  std::uint64_t sets_ = 1, ways_ = 1, mask_ = 0;
-  bool pow2_ = true;
-  unsigned way_bits_ = 0, lane_bits_ = 0;
-  std::size_t set_ = 0;  // the set of the last lookup
-  std::vector<Meta> meta_;
-  std::vector<std::uint64_t> tag_;
-  std::vector<std::uint32_t> owner_;
 };
 
-// A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), laid out as
-// SmallSets: per set one 64-byte block of its ways' 16-bit signatures (compared eight
-// at a time), dirty bytes, its tree as the bits of a word (node n in heap order, its
-// children 2n + 1 and 2n + 2; a set bit points right) and which ways are filled; the
-// tags and owners beside it. A hit or fill points every node on its way's path away
-// from it: one and-or with that way's masks, made once. A miss fills the lowest empty
-// way, else the way the tree's nodes lead to (log2(ways) steps). The tree is the
-// generic engine's, node for node, so this is the same cache, way for way.
-class PlruSets {
+struct alignas(64) TreeMeta {
+  std::uint16_t sig[16];
+  std::uint8_t dirty[16];
+  std::uint16_t tree = 0;    // bit n: node n points right
+  std::uint16_t filled = 0;  // bit w: way w holds a line
+};
+
+// A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), SignatureSets with
+// its tree as the bits of a word in each set's block (node n in heap order, its children
+// 2n + 1 and 2n + 2; a set bit points right) and which ways are filled. A hit or fill
+// points every node on its way's path away from it: one and-or with that way's masks,
+// made once. A miss fills the lowest empty way, else the way the tree's nodes lead to
+// (log2(ways) steps). The tree is the generic engine's, node for node, so this is the
+// same cache, way for way.
+class PlruSets : public SignatureSets<TreeMeta> {
  public:
   static bool fits(std::uint64_t ways) {
 #if defined(__SSE2__)
@@ -403,14 +455,8 @@ class PlruSets {
 #endif
   }
   void init(std::uint64_t sets, std::uint64_t ways) {
-    sets_ = sets, ways_ = ways;
-    pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
+    init_sets(sets, ways);
     way_shift_ = unsigned(std::countr_zero(ways));
-    meta_.assign(sets, Meta{});
-    for (Meta& m : meta_) std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
-    tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0);
-    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
-    lane_bits_ = (1u << ways) - 1;
     for (std::size_t w = 0; w < ways; ++w) {
       std::uint16_t path = 0, away = 0;
       std::size_t node = 0, lo = 0, hi = ways;
@@ -423,29 +469,10 @@ class PlruSets {
       path_[w] = path, away_[w] = away;
     }
   }
-#if defined(__SSE2__)
-  std::int64_t lookup(std::uint64_t line) {
-    set_ = std::size_t(pow2_ ? line & mask_ : line % sets_);
-    const Meta& m = meta_[set_];
-    const __m128i want = _mm_set1_epi16(short(signature(line)));
-    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
-    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
-    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
-    const std::size_t base = set_ << way_shift_;
-    const std::uint64_t* t = tag_.data() + base;
-    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
-      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
-      if (t[way] == line) return std::int64_t(base + way);
-    }
-    return -1;
-  }
-#else
-  std::int64_t lookup(std::uint64_t) { return -1; }
-#endif
   // After lookup(), in the same set.
   void hit(std::int64_t id) { touch(meta_[set_], std::size_t(id) & (ways_ - 1)); }
-  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor) {
-    Meta& m = meta_[set_];
+  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::uint32_t stamp = 0) {
+    TreeMeta& m = meta_[set_];
     const unsigned empty = ~unsigned(m.filled) & lane_bits_;
     std::size_t way;
     if (empty != 0) {
@@ -455,42 +482,17 @@ class PlruSets {
       for (unsigned level = 0; level < way_shift_; ++level) node = 2 * node + 1 + ((m.tree >> node) & 1u);
       way = node - (ways_ - 1);
     }
-    const std::size_t id = (set_ << way_shift_) + way;
-    Victim v;
-    if (empty == 0) v = {true, m.dirty[way] != 0, tag_[id], owner_[id]};
-    tag_[id] = line, owner_[id] = tensor;
-    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    const Victim v = replace(way, empty == 0, line, dirty, tensor, stamp);
     m.filled = std::uint16_t(m.filled | (1u << way));
     touch(m, way);
     return v;
   }
-  std::uint8_t& dirty(std::int64_t id) {
-    return meta_[std::size_t(id) >> way_shift_].dirty[std::size_t(id) & (ways_ - 1)];
-  }
-  template <class Fn>
-  void each_dirty(Fn fn) const {
-    for (std::size_t i = 0; i < tag_.size(); ++i)
-      if (tag_[i] != kNoLine && meta_[i >> way_shift_].dirty[i & (ways_ - 1)]) fn(owner_[i]);
-  }
 
  private:
-  struct alignas(64) Meta {
-    std::uint16_t sig[16];
-    std::uint8_t dirty[16];
-    std::uint16_t tree = 0;    // bit n: node n points right
-    std::uint16_t filled = 0;  // bit w: way w holds a line
-  };
-  void touch(Meta& m, std::size_t way) { m.tree = std::uint16_t((m.tree & ~path_[way]) | away_[way]); }
-  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
+  void touch(TreeMeta& m, std::size_t way) { m.tree = std::uint16_t((m.tree & ~path_[way]) | away_[way]); }
 
-  std::uint64_t sets_ = 1, ways_ = 2, mask_ = 0;
-  bool pow2_ = true;
-  unsigned way_shift_ = 1, way_bits_ = 0, lane_bits_ = 0;
+  unsigned way_shift_ = 1;
   std::uint16_t path_[16] = {}, away_[16] = {};  // per way: its path's nodes, and the values pointing away
-  std::size_t set_ = 0;  // the set of the last lookup
-  std::vector<Meta> meta_;
-  std::vector<std::uint64_t> tag_;
-  std::vector<std::uint32_t> owner_;
 };
 
 // A fully associative LRU cache of N lines that only says hit or miss (the three Cs'
@@ -605,6 +607,219 @@ class LruShadow {
   std::uint64_t now_ = 0, tail_ = 0;
 };
 
+// line -> time, open addressing with backward-shift deletion, for StampShadow's lines
+// that no way holds. Entries whose time fell behind the shadow's tail are stale: they
+// are dropped when met, and all at once when the table is half full (it doubles only
+// if a quarter is still live, so it stays within 4x the shadow's lines).
+class LineTimes {
+ public:
+  static constexpr std::size_t npos = ~std::size_t(0);
+  void init(std::size_t capacity) {
+    keys_.assign(capacity, kNoLine), times_.assign(capacity, 0);
+    mask_ = capacity - 1, shift_ = unsigned(64 - std::countr_zero(capacity)), size_ = 0;
+  }
+  std::size_t find(std::uint64_t line) const {
+    for (std::size_t i = home(line);; i = (i + 1) & mask_) {
+      if (keys_[i] == line) return i;
+      if (keys_[i] == kNoLine) return npos;
+    }
+  }
+  std::uint32_t& time(std::size_t i) { return times_[i]; }
+  // Sets `line`'s time; `tail`: the times before it are stale.
+  void put(std::uint64_t line, std::uint32_t time, std::uint64_t tail) {
+    std::size_t i = home(line);
+    while (keys_[i] != line && keys_[i] != kNoLine) i = (i + 1) & mask_;
+    if (keys_[i] == line) {
+      times_[i] = time;
+      return;
+    }
+    keys_[i] = line, times_[i] = time;
+    if (2 * ++size_ > keys_.size()) rebuild(tail);
+  }
+  void erase_at(std::size_t i) {
+    keys_[i] = kNoLine;
+    --size_;
+    for (std::size_t j = (i + 1) & mask_; keys_[j] != kNoLine; j = (j + 1) & mask_) {
+      const std::size_t h = home(keys_[j]);
+      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+      if (stays) continue;
+      keys_[i] = keys_[j], times_[i] = times_[j], keys_[j] = kNoLine;
+      i = j;
+    }
+  }
+  // fn(line, time&) for every entry; those whose fn returns false are dropped.
+  template <class Fn>
+  void keep_if(Fn fn) {
+    std::vector<std::uint64_t> keys;
+    std::vector<std::uint32_t> times;
+    keys.swap(keys_), times.swap(times_);
+    init(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kNoLine && fn(keys[i], times[i])) put(keys[i], times[i], 0);
+  }
+  template <class Fn>
+  void each(Fn fn) const {
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i] != kNoLine) fn(keys_[i], times_[i]);
+  }
+
+ private:
+  std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
+  void rebuild(std::uint64_t tail) {
+    std::vector<std::uint64_t> keys;
+    std::vector<std::uint32_t> times;
+    keys.swap(keys_), times.swap(times_);
+    std::size_t live = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) live += keys[i] != kNoLine && times[i] >= tail;
+    init(4 * live > keys.size() ? 2 * keys.size() : keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kNoLine && times[i] >= tail) put(keys[i], times[i], tail);
+  }
+
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint32_t> times_;
+  std::size_t mask_ = 0, size_ = 0;
+  unsigned shift_ = 58;
+};
+
+// The three Cs' shadow (a fully associative LRU cache of N lines, hit or miss) for the
+// engines that keep a stamp per way (SignatureSets). A line's last use is a time, kept
+// in its way's stamp while the engine holds the line and in `aside_` while only the
+// shadow does; a ring of bits, one per time, says which times are still some line's
+// last use (live). The shadow holds the lines whose last use is one of the N latest
+// live times: those at or after `tail_`. So a hit of the engine (most accesses) costs
+// the stamp it has already found, one bit cleared and one set in a ring of 16N bits
+// (in the CPU's first caches), where a shadow of its own costs a hash probe; `aside_`
+// is probed only when the engine misses a line seen before. When a line comes into a
+// full shadow, the tail moves past the next live time: the least recent line falls out
+// without being named. Times are renumbered when the ring would wrap, O(N + ring / 64)
+// per at least 15N accesses.
+class StampShadow {
+ public:
+  void init(std::size_t lines) {
+    n_ = lines, used_ = 0;
+    bits_.assign(std::bit_ceil(std::max<std::size_t>(1024, 16 * lines)) / 64, 0);
+    ring_mask_ = bits_.size() * 64 - 1;
+    tail_ = now_ = 1;  // 0: a stamp of no time (an empty way, or a line the shadow lost)
+    aside_.init(std::bit_ceil(std::max<std::size_t>(64, lines / 4)));
+  }
+  // An access the engine hit, `stamp` its way's: whether the shadow held the line. It
+  // is the newest now if it was held or `allocate`.
+  [[gnu::always_inline]] bool hit(std::uint32_t& stamp, bool allocate) {
+    if (stamp >= tail_) {
+      clear(stamp);
+      stamp = next();
+      return true;
+    }
+    if (allocate) admit(), stamp = next();  // else (a write that does not allocate) it stays out
+    return false;
+  }
+  // An access the engine missed (`cold`: a line never seen): whether the shadow held
+  // the line. If it holds it now (it did, or `allocate`), `stamp` is its last use, for
+  // the way the engine fills (if `allocate`).
+  [[gnu::always_inline]] bool miss(std::uint64_t line, bool cold, bool allocate, std::uint32_t& stamp) {
+    if (!cold)
+      if (const std::size_t i = aside_.find(line); i != LineTimes::npos) {
+        if (aside_.time(i) >= tail_) {
+          clear(aside_.time(i));
+          stamp = next();
+          if (allocate) aside_.erase_at(i);
+          else aside_.time(i) = stamp;
+          return true;
+        }
+        aside_.erase_at(i);
+      }
+    if (allocate) admit(), stamp = next();
+    return false;
+  }
+  // The engine evicted `line`, whose stamp was `stamp`.
+  [[gnu::always_inline]] void evicted(std::uint64_t line, std::uint32_t stamp) {
+    if (stamp >= tail_) aside_.put(line, stamp, tail_);
+  }
+  // Whether the times must be renumbered (compact()) before the next access: the ring
+  // would reach the tail's word, or the stamps their limit.
+  bool full() const { return now_ - tail_ >= ring_mask_ - 64 || now_ >= kLimit; }
+  // The live times renumbered 1, 2, ... in their order, in the engine's stamps and aside.
+  template <class Engine>
+  void compact(Engine& engine) {
+    const std::size_t words = bits_.size(), first = std::size_t((tail_ & ring_mask_) >> 6);
+    rank_.resize(words);
+    std::uint32_t before = 0;
+    for (std::size_t w = 0; w < words; ++w) {
+      const std::size_t k = (first + w) % words;
+      rank_[k] = before, before += std::uint32_t(std::popcount(bits_[k]));
+    }
+    const auto renumber = [&](std::uint32_t t) -> std::uint32_t {
+      if (t < tail_) return 0;
+      const std::uint64_t c = t & ring_mask_;
+      return 1 + rank_[c >> 6] + std::uint32_t(std::popcount(bits_[c >> 6] & ((std::uint64_t(1) << (c & 63)) - 1)));
+    };
+    engine.each_stamp([&](std::uint64_t, std::uint32_t& s) { s = renumber(s); });
+    aside_.keep_if([&](std::uint64_t, std::uint32_t& t) { return (t = renumber(t)) != 0; });
+    std::fill(bits_.begin(), bits_.end(), 0);
+    tail_ = now_ = 1;
+    for (std::size_t i = 0; i < used_; ++i) next();
+  }
+  // The lines held, least recent first.
+  template <class Engine>
+  void lines(const Engine& engine, std::vector<std::uint64_t>& out) const {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> held;
+    const auto take = [&](std::uint64_t line, std::uint32_t t) {
+      if (t >= tail_) held.emplace_back(t, line);
+    };
+    engine.each_stamp(take);
+    aside_.each(take);
+    std::sort(held.begin(), held.end());
+    out.clear();
+    for (const auto& h : held) out.push_back(h.second);
+  }
+  // Holds exactly `lines` (distinct), least recent first.
+  template <class Engine>
+  void assign(Engine& engine, const std::vector<std::uint64_t>& lines) {
+    init(n_);
+    engine.each_stamp([](std::uint64_t, std::uint32_t& s) { s = 0; });
+    for (std::uint64_t l : lines) {
+      const std::int64_t id = engine.lookup(l);
+      const std::uint32_t t = next();
+      if (id >= 0) engine.stamp(id) = t;
+      else aside_.put(l, t, tail_);
+    }
+    used_ = lines.size();
+  }
+
+ private:
+  static constexpr std::uint64_t kLimit = 0xFFFFFFF0u;
+  [[gnu::always_inline]] void clear(std::uint64_t t) { bits_[(t & ring_mask_) >> 6] &= ~(std::uint64_t(1) << (t & 63)); }
+  [[gnu::always_inline]] std::uint32_t next() {
+    const std::uint64_t t = now_++;
+    bits_[(t & ring_mask_) >> 6] |= std::uint64_t(1) << (t & 63);
+    return std::uint32_t(t);
+  }
+  // A line comes in; past N lines, the least recent (the first live time) falls out.
+  void admit() {
+    if (used_ < n_) {
+      ++used_;
+      return;
+    }
+    std::uint64_t t = tail_;
+    for (;;) {
+      if (const std::uint64_t w = bits_[(t & ring_mask_) >> 6] >> (t & 63); w != 0) {
+        t += std::uint64_t(std::countr_zero(w));
+        break;
+      }
+      t = (t | 63) + 1;
+    }
+    clear(t);
+    tail_ = t + 1;
+  }
+
+  std::size_t n_ = 0, used_ = 0;
+  std::vector<std::uint64_t> bits_;   // per time (mod the ring): whether it is a line's last use
+  std::vector<std::uint32_t> rank_;   // compact()'s: per word, the live times before it
+  std::uint64_t ring_mask_ = 0, tail_ = 1, now_ = 1;
+  LineTimes aside_;
+};
+
 // Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
 // reach them (memory follows the lines touched, not the trace).
 class SeenLines {
@@ -697,7 +912,10 @@ struct CacheModel::Impl {
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
   std::size_t n_traces = 0;
   SeenLines seen;
-  LruShadow shadow;  // fully associative LRU of the same lines, for the three Cs
+  // The three Cs' fully associative LRU of the same lines: on the stamps of the
+  // engines that keep them (SmallSets, PlruSets), else on its own.
+  StampShadow stamps;
+  LruShadow shadow;
   Ordered ordered;  // the cache itself when fully associative LRU or FIFO
   SmallSets<CachePolicy::lru> small_lru;  // set-associative LRU or FIFO of at most 16 ways
   SmallSets<CachePolicy::fifo> small_fifo;
@@ -712,7 +930,14 @@ struct CacheModel::Impl {
   void dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out);
   template <bool Emit, class Engine>
   void run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
+  // (after the engine's lines were shifted).
+  void shadow_lines(std::vector<std::uint64_t>& out) const;
+  void shadow_assign(const std::vector<std::uint64_t>& lines);
 };
+
+template <class Engine>
+constexpr bool kStamped = requires(Engine& e) { e.stamp(std::int64_t(0)); };
 
 template <bool Emit>
 void CacheModel::Impl::dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
@@ -738,10 +963,16 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     o = out->data() + first;
   }
   constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
+  constexpr bool stamped = kStamped<Engine>;
   const LineAccess* const end = in.data() + in.size();
   for (const LineAccess* p = in.data(); p != end; ++p) {
     const LineAccess& a = *p;
-    if (classify && end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
+    if constexpr (stamped) {
+      // if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
+      if (classify && stamps.full()) stamps.compact(engine);
+    } else if (classify && end - p > std::ptrdiff_t(kAhead)) {
+      shadow.prefetch(p[kAhead].line, kAhead);
+    }
     // Written in place, field by field: a record built aside and copied stalled on
     // store forwarding (three quarters of the time).
     [[maybe_unused]] CacheAccess* r = o;
@@ -752,23 +983,41 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     }
     std::uint8_t flags = a.write ? CacheAccess::write : 0;
     const bool allocate = !a.write || wa;
-    bool cold = false, capacity = false;
-    if (classify) {
-      cold = !seen.test_and_set(a.line);
-      capacity = !shadow.access(a.line, allocate, cold) && !cold;
-    }
+    bool cold = false, capacity = false;  // capacity: a miss of the shadow, not cold
+    if constexpr (!stamped)
+      if (classify) {
+        cold = !seen.test_and_set(a.line);
+        capacity = !shadow.access(a.line, allocate, cold) && !cold;
+      }
     const std::int64_t id = engine.lookup(a.line);
     if (id >= 0) {
       engine.hit(id);
       flags |= CacheAccess::hit;
       if (a.write && !wt) engine.dirty(id) = 1;
-    } else if (allocate) {
-      const Victim v = engine.fill(a.line, a.write && !wt, a.tensor);
-      flags |= CacheAccess::fetched;
-      if (v.valid) {
-        flags |= CacheAccess::evicted;
-        if constexpr (Emit) r->victim = v.line << shift, r->victim_tensor = v.tensor;
-        if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
+      // A line the engine holds was seen: not cold.
+      if constexpr (stamped)
+        if (classify) capacity = !stamps.hit(engine.stamp(id), allocate);
+    } else {
+      [[maybe_unused]] std::uint32_t stamp = 0;
+      if constexpr (stamped)
+        if (classify) {
+          cold = !seen.test_and_set(a.line);
+          capacity = !stamps.miss(a.line, cold, allocate, stamp) && !cold;
+        }
+      if (allocate) {
+        Victim v;
+        if constexpr (stamped) {
+          v = engine.fill(a.line, a.write && !wt, a.tensor, stamp);
+          if (classify && v.valid) stamps.evicted(v.line, v.stamp);
+        } else {
+          v = engine.fill(a.line, a.write && !wt, a.tensor);
+        }
+        flags |= CacheAccess::fetched;
+        if (v.valid) {
+          flags |= CacheAccess::evicted;
+          if constexpr (Emit) r->victim = v.line << shift, r->victim_tensor = v.tensor;
+          if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
+        }
       }
     }
     if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
@@ -790,7 +1039,6 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   m.keys.resize(n_traces + n_tensors);
   m.key_tensor.assign(n_traces + n_tensors, 0);
   m.writebacks.assign(n_tensors, 0);
-  if (config.three_cs) m.shadow.init(config.lines());
   const bool generic = engine == CacheEngine::generic;
   const bool full = config.sets() == 1 && !generic;
   using Kind = Impl::Kind;
@@ -812,6 +1060,29 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   } else {
     m.kind = Kind::plru;
     m.plru.init(config.sets(), config.associativity());
+  }
+  if (config.three_cs) {
+    const bool stamped = m.kind == Kind::small_lru || m.kind == Kind::small_fifo || m.kind == Kind::small_plru;
+    if (stamped) m.stamps.init(config.lines());
+    else m.shadow.init(config.lines());
+  }
+}
+
+void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
+  switch (kind) {
+    case Kind::small_lru: return stamps.lines(small_lru, out);
+    case Kind::small_fifo: return stamps.lines(small_fifo, out);
+    case Kind::small_plru: return stamps.lines(small_plru, out);
+    default: return shadow.lines(out);
+  }
+}
+
+void CacheModel::Impl::shadow_assign(const std::vector<std::uint64_t>& lines) {
+  switch (kind) {
+    case Kind::small_lru: return stamps.assign(small_lru, lines);
+    case Kind::small_fifo: return stamps.assign(small_fifo, lines);
+    case Kind::small_plru: return stamps.assign(small_plru, lines);
+    default: return shadow.assign(lines);
   }
 }
 
@@ -902,7 +1173,7 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
   }
   out.shadow.clear(), out.shadow_owner.clear();
   if (m.config.three_cs) {
-    m.shadow.lines(out.shadow);
+    m.shadow_lines(out.shadow);
     for (std::uint64_t l : out.shadow) out.shadow_owner.push_back(owners(l));
   }
   out.tallies.resize(m.keys.size());
@@ -1057,7 +1328,7 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
   if (m.config.three_cs) {
     std::vector<std::uint64_t> lines = b.shadow;
     for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], b.shadow_owner[i], true);
-    m.shadow.assign(lines);
+    m.shadow_assign(lines);
   }
 }
 
