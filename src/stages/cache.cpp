@@ -282,12 +282,6 @@ class SignatureSets {
 #else
   std::int64_t lookup(std::uint64_t) { return -1; }
 #endif
-  // A later access's set block and tags, so that its lookup finds them in the CPU's cache.
-  void prefetch(std::uint64_t line) const {
-    const std::size_t set = set_of(line);
-    __builtin_prefetch(&meta_[set]);
-    __builtin_prefetch(tag_.data() + set * ways_);
-  }
   // After lookup(), in the same set.
   std::uint8_t& dirty(std::int64_t id) { return meta_[set_].dirty[std::size_t(id) - set_ * ways_]; }
   std::uint32_t& stamp(std::int64_t id) { return stamp_[std::size_t(id)]; }
@@ -608,78 +602,68 @@ class LruShadow {
 };
 
 // line -> time, open addressing with backward-shift deletion, for StampShadow's lines
-// that no way holds. Entries whose time fell behind the shadow's tail are stale: they
-// are dropped when met, and all at once when the table is half full (it doubles only
-// if a quarter is still live, so it stays within 4x the shadow's lines).
+// that no way holds; sized once (at most N such lines), so it never grows. A line and
+// its time share an entry: a probe is one miss of the CPU's caches, not two.
 class LineTimes {
  public:
-  static constexpr std::size_t npos = ~std::size_t(0);
-  void init(std::size_t capacity) {
-    keys_.assign(capacity, kNoLine), times_.assign(capacity, 0);
-    mask_ = capacity - 1, shift_ = unsigned(64 - std::countr_zero(capacity)), size_ = 0;
+  static constexpr std::uint32_t npos = ~std::uint32_t(0);
+  void init(std::size_t entries) {
+    const std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * entries));
+    e_.assign(cap, Entry{});
+    mask_ = cap - 1, shift_ = unsigned(64 - std::countr_zero(cap));
   }
-  std::size_t find(std::uint64_t line) const {
+  std::uint32_t find(std::uint64_t line) const {
     for (std::size_t i = home(line);; i = (i + 1) & mask_) {
-      if (keys_[i] == line) return i;
-      if (keys_[i] == kNoLine) return npos;
+      if (e_[i].line == line) return std::uint32_t(i);
+      if (e_[i].line == kNoLine) return npos;
     }
   }
-  std::uint32_t& time(std::size_t i) { return times_[i]; }
-  // Sets `line`'s time; `tail`: the times before it are stale.
-  void put(std::uint64_t line, std::uint32_t time, std::uint64_t tail) {
+  // Its first place, for a later find() to find in the CPU's cache.
+  void prefetch(std::uint64_t line) const { __builtin_prefetch(&e_[home(line)]); }
+  std::uint32_t& time(std::uint32_t i) { return e_[i].time; }
+  // Where `line` (not present) went.
+  std::uint32_t insert(std::uint64_t line, std::uint32_t time) {
     std::size_t i = home(line);
-    while (keys_[i] != line && keys_[i] != kNoLine) i = (i + 1) & mask_;
-    if (keys_[i] == line) {
-      times_[i] = time;
-      return;
-    }
-    keys_[i] = line, times_[i] = time;
-    if (2 * ++size_ > keys_.size()) rebuild(tail);
+    while (e_[i].line != kNoLine) i = (i + 1) & mask_;
+    e_[i].line = line, e_[i].time = time;
+    return std::uint32_t(i);
   }
-  void erase_at(std::size_t i) {
-    keys_[i] = kNoLine;
-    --size_;
-    for (std::size_t j = (i + 1) & mask_; keys_[j] != kNoLine; j = (j + 1) & mask_) {
-      const std::size_t h = home(keys_[j]);
+  // Empties entry i, pulling back every later entry of the run whose home is not
+  // between the hole and it: moved(its time, its new index) for each.
+  template <class Moved>
+  void erase_at(std::uint32_t at, Moved moved) {
+    std::size_t i = at;
+    e_[i].line = kNoLine;
+    for (std::size_t j = (i + 1) & mask_; e_[j].line != kNoLine; j = (j + 1) & mask_) {
+      const std::size_t h = home(e_[j].line);
       const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
       if (stays) continue;
-      keys_[i] = keys_[j], times_[i] = times_[j], keys_[j] = kNoLine;
+      e_[i] = e_[j], e_[j].line = kNoLine;
+      moved(e_[i].time, std::uint32_t(i));
       i = j;
     }
   }
-  // fn(line, time&) for every entry; those whose fn returns false are dropped.
+  // fn(index, line, time&) for every entry.
   template <class Fn>
-  void keep_if(Fn fn) {
-    std::vector<std::uint64_t> keys;
-    std::vector<std::uint32_t> times;
-    keys.swap(keys_), times.swap(times_);
-    init(keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kNoLine && fn(keys[i], times[i])) put(keys[i], times[i], 0);
+  void each(Fn fn) {
+    for (std::size_t i = 0; i < e_.size(); ++i)
+      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, e_[i].time);
   }
   template <class Fn>
   void each(Fn fn) const {
-    for (std::size_t i = 0; i < keys_.size(); ++i)
-      if (keys_[i] != kNoLine) fn(keys_[i], times_[i]);
+    for (std::size_t i = 0; i < e_.size(); ++i)
+      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, std::uint32_t(e_[i].time));
   }
 
  private:
+  struct Entry {
+    std::uint64_t line = kNoLine;
+    std::uint32_t time = 0;
+  };
   std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
-  void rebuild(std::uint64_t tail) {
-    std::vector<std::uint64_t> keys;
-    std::vector<std::uint32_t> times;
-    keys.swap(keys_), times.swap(times_);
-    std::size_t live = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) live += keys[i] != kNoLine && times[i] >= tail;
-    init(4 * live > keys.size() ? 2 * keys.size() : keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kNoLine && times[i] >= tail) put(keys[i], times[i], tail);
-  }
-
-  std::vector<std::uint64_t> keys_;
-  std::vector<std::uint32_t> times_;
-  std::size_t mask_ = 0, size_ = 0;
-  unsigned shift_ = 58;
+  std::vector<Entry> e_;
+  std::size_t mask_ = 0;
+  unsigned shift_ = 60;
 };
 
 // The three Cs' shadow (a fully associative LRU cache of N lines, hit or miss) for the
@@ -688,26 +672,28 @@ class LineTimes {
 // shadow does; a ring of bits, one per time, says which times are still some line's
 // last use (live). The shadow holds the lines whose last use is one of the N latest
 // live times: those at or after `tail_`. So a hit of the engine (most accesses) costs
-// the stamp it has already found, one bit cleared and one set in a ring of 16N bits
+// the stamp it has already found, one bit cleared and one set in a ring of 8N bits
 // (in the CPU's first caches), where a shadow of its own costs a hash probe; `aside_`
 // is probed only when the engine misses a line seen before. When a line comes into a
 // full shadow, the tail moves past the next live time: the least recent line falls out
-// without being named. Times are renumbered when the ring would wrap, O(N + ring / 64)
-// per at least 15N accesses.
+// (if it is aside, a second ring of bits says so, and a third holds its entry, so it
+// leaves the hash at once: the hash holds no stale lines). Times are renumbered when
+// the ring would wrap, O(N + ring / 64) per at least 7N accesses.
 class StampShadow {
  public:
   void init(std::size_t lines) {
     n_ = lines, used_ = 0;
-    bits_.assign(std::bit_ceil(std::max<std::size_t>(1024, 16 * lines)) / 64, 0);
-    ring_mask_ = bits_.size() * 64 - 1;
+    const std::size_t ring = std::bit_ceil(std::max<std::size_t>(1024, 8 * lines));
+    live_.assign(ring / 64, 0), aside_bits_.assign(ring / 64, 0), entry_.assign(ring, 0);
+    ring_mask_ = ring - 1;
     tail_ = now_ = 1;  // 0: a stamp of no time (an empty way, or a line the shadow lost)
-    aside_.init(std::bit_ceil(std::max<std::size_t>(64, lines / 4)));
+    aside_.init(lines);
   }
   // An access the engine hit, `stamp` its way's: whether the shadow held the line. It
   // is the newest now if it was held or `allocate`.
   [[gnu::always_inline]] bool hit(std::uint32_t& stamp, bool allocate) {
     if (stamp >= tail_) {
-      clear(stamp);
+      flip(live_, stamp);
       stamp = next();
       return true;
     }
@@ -719,22 +705,20 @@ class StampShadow {
   // the way the engine fills (if `allocate`).
   [[gnu::always_inline]] bool miss(std::uint64_t line, bool cold, bool allocate, std::uint32_t& stamp) {
     if (!cold)
-      if (const std::size_t i = aside_.find(line); i != LineTimes::npos) {
-        if (aside_.time(i) >= tail_) {
-          clear(aside_.time(i));
-          stamp = next();
-          if (allocate) aside_.erase_at(i);
-          else aside_.time(i) = stamp;
-          return true;
-        }
-        aside_.erase_at(i);
+      if (const std::uint32_t i = aside_.find(line); i != LineTimes::npos) {
+        const std::uint32_t was = aside_.time(i);
+        flip(live_, was), flip(aside_bits_, was);
+        stamp = next();
+        if (allocate) aside_.erase_at(i, moved());
+        else aside_.time(i) = stamp, set_aside(stamp, i);
+        return true;
       }
     if (allocate) admit(), stamp = next();
     return false;
   }
   // The engine evicted `line`, whose stamp was `stamp`.
   [[gnu::always_inline]] void evicted(std::uint64_t line, std::uint32_t stamp) {
-    if (stamp >= tail_) aside_.put(line, stamp, tail_);
+    if (stamp >= tail_) set_aside(stamp, aside_.insert(line, stamp));
   }
   // Whether the times must be renumbered (compact()) before the next access: the ring
   // would reach the tail's word, or the stamps their limit.
@@ -742,33 +726,33 @@ class StampShadow {
   // The live times renumbered 1, 2, ... in their order, in the engine's stamps and aside.
   template <class Engine>
   void compact(Engine& engine) {
-    const std::size_t words = bits_.size(), first = std::size_t((tail_ & ring_mask_) >> 6);
+    const std::size_t words = live_.size(), first = std::size_t((tail_ & ring_mask_) >> 6);
     rank_.resize(words);
     std::uint32_t before = 0;
     for (std::size_t w = 0; w < words; ++w) {
       const std::size_t k = (first + w) % words;
-      rank_[k] = before, before += std::uint32_t(std::popcount(bits_[k]));
+      rank_[k] = before, before += std::uint32_t(std::popcount(live_[k]));
     }
     const auto renumber = [&](std::uint32_t t) -> std::uint32_t {
       if (t < tail_) return 0;
       const std::uint64_t c = t & ring_mask_;
-      return 1 + rank_[c >> 6] + std::uint32_t(std::popcount(bits_[c >> 6] & ((std::uint64_t(1) << (c & 63)) - 1)));
+      return 1 + rank_[c >> 6] + std::uint32_t(std::popcount(live_[c >> 6] & ((std::uint64_t(1) << (c & 63)) - 1)));
     };
     engine.each_stamp([&](std::uint64_t, std::uint32_t& s) { s = renumber(s); });
-    aside_.keep_if([&](std::uint64_t, std::uint32_t& t) { return (t = renumber(t)) != 0; });
-    std::fill(bits_.begin(), bits_.end(), 0);
+    aside_.each([&](std::uint32_t, std::uint64_t, std::uint32_t& t) { t = renumber(t); });
+    std::fill(live_.begin(), live_.end(), 0), std::fill(aside_bits_.begin(), aside_bits_.end(), 0);
     tail_ = now_ = 1;
     for (std::size_t i = 0; i < used_; ++i) next();
+    aside_.each([&](std::uint32_t i, std::uint64_t, std::uint32_t t) { set_aside(t, i); });
   }
   // The lines held, least recent first.
   template <class Engine>
   void lines(const Engine& engine, std::vector<std::uint64_t>& out) const {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> held;
-    const auto take = [&](std::uint64_t line, std::uint32_t t) {
+    engine.each_stamp([&](std::uint64_t line, std::uint32_t t) {
       if (t >= tail_) held.emplace_back(t, line);
-    };
-    engine.each_stamp(take);
-    aside_.each(take);
+    });
+    aside_.each([&](std::uint32_t, std::uint64_t line, std::uint32_t t) { held.emplace_back(t, line); });
     std::sort(held.begin(), held.end());
     out.clear();
     for (const auto& h : held) out.push_back(h.second);
@@ -782,19 +766,28 @@ class StampShadow {
       const std::int64_t id = engine.lookup(l);
       const std::uint32_t t = next();
       if (id >= 0) engine.stamp(id) = t;
-      else aside_.put(l, t, tail_);
+      else set_aside(t, aside_.insert(l, t));
     }
     used_ = lines.size();
   }
 
  private:
   static constexpr std::uint64_t kLimit = 0xFFFFFFF0u;
-  [[gnu::always_inline]] void clear(std::uint64_t t) { bits_[(t & ring_mask_) >> 6] &= ~(std::uint64_t(1) << (t & 63)); }
+  [[gnu::always_inline]] void flip(std::vector<std::uint64_t>& bits, std::uint64_t t) {
+    bits[(t & ring_mask_) >> 6] ^= std::uint64_t(1) << (t & 63);
+  }
   [[gnu::always_inline]] std::uint32_t next() {
     const std::uint64_t t = now_++;
-    bits_[(t & ring_mask_) >> 6] |= std::uint64_t(1) << (t & 63);
+    flip(live_, t);
     return std::uint32_t(t);
   }
+  void set_aside(std::uint64_t t, std::uint32_t i) { flip(aside_bits_, t), entry_[t & ring_mask_] = i; }
+  // For LineTimes::erase_at: an entry moved to index i.
+  struct Moved {
+    StampShadow* s;
+    void operator()(std::uint32_t t, std::uint32_t i) const { s->entry_[t & s->ring_mask_] = i; }
+  };
+  Moved moved() { return {this}; }
   // A line comes in; past N lines, the least recent (the first live time) falls out.
   void admit() {
     if (used_ < n_) {
@@ -803,19 +796,25 @@ class StampShadow {
     }
     std::uint64_t t = tail_;
     for (;;) {
-      if (const std::uint64_t w = bits_[(t & ring_mask_) >> 6] >> (t & 63); w != 0) {
+      if (const std::uint64_t w = live_[(t & ring_mask_) >> 6] >> (t & 63); w != 0) {
         t += std::uint64_t(std::countr_zero(w));
         break;
       }
       t = (t | 63) + 1;
     }
-    clear(t);
+    flip(live_, t);
+    if (aside_bits_[(t & ring_mask_) >> 6] >> (t & 63) & 1) {
+      flip(aside_bits_, t);
+      aside_.erase_at(entry_[t & ring_mask_], moved());
+    }
     tail_ = t + 1;
   }
 
   std::size_t n_ = 0, used_ = 0;
-  std::vector<std::uint64_t> bits_;   // per time (mod the ring): whether it is a line's last use
-  std::vector<std::uint32_t> rank_;   // compact()'s: per word, the live times before it
+  std::vector<std::uint64_t> live_;        // per time (mod the ring): whether it is a line's last use
+  std::vector<std::uint64_t> aside_bits_;  // per time: whether that line is aside
+  std::vector<std::uint32_t> entry_;       // per time whose line is aside: its entry there
+  std::vector<std::uint32_t> rank_;        // compact()'s: per word, the live times before it
   std::uint64_t ring_mask_ = 0, tail_ = 1, now_ = 1;
   LineTimes aside_;
 };
@@ -928,8 +927,18 @@ struct CacheModel::Impl {
 
   template <bool Emit>
   void dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  // Returns the engine's hits. Stamps: the three Cs' shadow on the engine's stamps.
+  template <bool Emit, bool Stamps, class Engine>
+  std::uint64_t run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
   template <bool Emit, class Engine>
-  void run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  void run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  // Which of the two shadows holds the three Cs' lines (for the engines with stamps):
+  // the one on the stamps costs little where the engine hits and more where it misses
+  // (a line a set evicts while the shadow still holds it goes into a hash), so it is
+  // taken while the engine's recent hit rate is above 60%, left below 40%; the state
+  // moves from one to the other (O(N log N)) when that changes.
+  bool on_stamps = false;
+  std::uint64_t recent_hits = 0, recent_accesses = 0;  // decayed by 1/8 a batch
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
   // (after the engine's lines were shifted).
   void shadow_lines(std::vector<std::uint64_t>& out) const;
@@ -942,19 +951,37 @@ constexpr bool kStamped = requires(Engine& e) { e.stamp(std::int64_t(0)); };
 template <bool Emit>
 void CacheModel::Impl::dispatch(std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
   switch (kind) {
-    case Kind::ordered: return run<Emit>(ordered, in, out);
-    case Kind::small_lru: return run<Emit>(small_lru, in, out);
-    case Kind::small_fifo: return run<Emit>(small_fifo, in, out);
-    case Kind::lru: return run<Emit>(lru, in, out);
-    case Kind::fifo: return run<Emit>(fifo, in, out);
-    case Kind::plru: return run<Emit>(plru, in, out);
-    case Kind::small_plru: return run<Emit>(small_plru, in, out);
+    case Kind::ordered: run<Emit, false>(ordered, in, out); return;
+    case Kind::small_lru: return run_stamped<Emit>(small_lru, in, out);
+    case Kind::small_fifo: return run_stamped<Emit>(small_fifo, in, out);
+    case Kind::lru: run<Emit, false>(lru, in, out); return;
+    case Kind::fifo: run<Emit, false>(fifo, in, out); return;
+    case Kind::plru: run<Emit, false>(plru, in, out); return;
+    case Kind::small_plru: return run_stamped<Emit>(small_plru, in, out);
   }
 }
 
-// Emit: one CacheAccess per line access appended to *out; else the counts alone.
 template <bool Emit, class Engine>
-void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
+void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
+  if (!config.three_cs) {
+    run<Emit, false>(engine, in, out);
+    return;
+  }
+  const bool want = 10 * recent_hits > (on_stamps ? 4 : 6) * recent_accesses;
+  if (want != on_stamps) {
+    std::vector<std::uint64_t> lines;
+    if (want) shadow.lines(lines), stamps.assign(engine, lines);
+    else stamps.lines(engine, lines), shadow.assign(lines);
+    on_stamps = want;
+  }
+  const std::uint64_t hits = on_stamps ? run<Emit, true>(engine, in, out) : run<Emit, false>(engine, in, out);
+  recent_hits += hits - recent_hits / 8, recent_accesses += in.size() - recent_accesses / 8;
+}
+
+// Emit: one CacheAccess per line access appended to *out; else the counts alone.
+template <bool Emit, bool Stamps, class Engine>
+std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
+  std::uint64_t engine_hits = 0;
   const bool wt = !config.write_back, wa = config.write_allocate, classify = config.three_cs;
   CacheAccess* o = nullptr;
   if constexpr (Emit) {
@@ -963,12 +990,11 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     o = out->data() + first;
   }
   constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
-  constexpr bool stamped = kStamped<Engine>;
+  constexpr bool stamped = Stamps && kStamped<Engine>;
   const LineAccess* const end = in.data() + in.size();
   for (const LineAccess* p = in.data(); p != end; ++p) {
     const LineAccess& a = *p;
     if constexpr (stamped) {
-      // if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
       if (classify && stamps.full()) stamps.compact(engine);
     } else if (classify && end - p > std::ptrdiff_t(kAhead)) {
       shadow.prefetch(p[kAhead].line, kAhead);
@@ -1026,7 +1052,9 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     key_tensor[key] = a.tensor;
     Tally& c = keys[key];
     c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
+    engine_hits += id >= 0;
   }
+  return engine_hits;
 }
 
 CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces, CacheEngine engine)
@@ -1062,13 +1090,14 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.plru.init(config.sets(), config.associativity());
   }
   if (config.three_cs) {
-    const bool stamped = m.kind == Kind::small_lru || m.kind == Kind::small_fifo || m.kind == Kind::small_plru;
-    if (stamped) m.stamps.init(config.lines());
-    else m.shadow.init(config.lines());
+    m.shadow.init(config.lines());
+    if (m.kind == Kind::small_lru || m.kind == Kind::small_fifo || m.kind == Kind::small_plru)
+      m.stamps.init(config.lines());
   }
 }
 
 void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
+  if (!on_stamps) return shadow.lines(out);
   switch (kind) {
     case Kind::small_lru: return stamps.lines(small_lru, out);
     case Kind::small_fifo: return stamps.lines(small_fifo, out);
@@ -1078,6 +1107,7 @@ void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
 }
 
 void CacheModel::Impl::shadow_assign(const std::vector<std::uint64_t>& lines) {
+  if (!on_stamps) return shadow.assign(lines);
   switch (kind) {
     case Kind::small_lru: return stamps.assign(small_lru, lines);
     case Kind::small_fifo: return stamps.assign(small_fifo, lines);
