@@ -495,7 +495,11 @@ class PlruSets : public SignatureSets<TreeMeta> {
 // least recent line is the oldest live time (a tail that only moves forward). A hit
 // costs the index probe and two ring writes, where a linked list touched the line, its
 // neighbours and the head; the ring is compacted (live times renumbered) when it
-// fills, O(N) per 3N accesses at least. Memory follows N.
+// fills, O(N) per 3N accesses at least. Lines never seen before (a stream's cold
+// misses) are pending: kept in the ring (`pending_`), not the hash, until a search for a line that may be one of them (a count per bucket of lines
+// says) puts them all there; a pending line that ages out first never touches the hash
+// (a decode layer's weights stream through the shadow at the cost of a ring write and
+// a count each). Memory follows N.
 class LruShadow {
  public:
   void init(std::size_t lines) {
@@ -505,8 +509,11 @@ class LruShadow {
     mask_ = cap - 1;
     shift_ = unsigned(64 - std::countr_zero(cap));
     ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
+    pending_.assign(ring_.size(), kNoLine);
     ring_mask_ = ring_.size() - 1;
-    now_ = tail_ = used_ = 0;
+    filter_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), 0);
+    filter_shift_ = unsigned(64 - std::countr_zero(filter_.size()));
+    now_ = tail_ = flushed_ = used_ = 0;
   }
   // A later access's slot, and the slot of the line a miss would evict then (the live
   // time `ahead` places after the tail, if none died since): the index is larger than
@@ -514,15 +521,25 @@ class LruShadow {
   void prefetch(std::uint64_t line, std::size_t ahead) const {
     __builtin_prefetch(&slots_[home(line)]);
     if (used_ == n_)
-      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s != kDead) __builtin_prefetch(&slots_[s]);
+      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s < kPending) __builtin_prefetch(&slots_[s]);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
-  // `absent`: the caller knows it is not (a line never seen): no search.
+  // `absent`: the caller knows it is not (a line never seen): no search, and it waits
+  // in the ring.
   bool access(std::uint64_t line, bool allocate, bool absent = false) {
+    if (absent) {
+      if (!allocate) return false;
+      make_room();
+      ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
+      ++filter_[bucket(line)];
+      ++now_;
+      if (now_ - tail_ > ring_mask_) compact();
+      return false;
+    }
+    if (filter_[bucket(line)] != 0) flush();  // it may be pending
     std::size_t i = home(line);
-    if (!absent)
-      while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
-    if (!absent && slots_[i].line == line) {
+    while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
+    if (slots_[i].line == line) {
       ring_[slots_[i].time & ring_mask_] = kDead;
       ring_[now_ & ring_mask_] = i;
       slots_[i].time = now_++;
@@ -530,28 +547,19 @@ class LruShadow {
       return true;
     }
     if (!allocate) return false;
-    if (used_ == n_) {
-      while (ring_[tail_ & ring_mask_] == kDead) ++tail_;
-      const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
-      ring_[tail_ & ring_mask_] = kDead;
-      ++tail_;
-      erase(std::size_t(victim));
-    } else {
-      ++used_;
-    }
-    i = home(line);  // the first free slot (the erase may have moved the hole)
-    while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
-    slots_[i] = {line, now_};
-    ring_[now_ & ring_mask_] = i;
-    ++now_;
+    make_room();
+    insert(line, now_++);
     if (now_ - tail_ > ring_mask_) compact();
     return false;
   }
   // The resident lines, least recent first.
   void lines(std::vector<std::uint64_t>& out) const {
     out.clear();
-    for (std::uint64_t t = tail_; t < now_; ++t)
-      if (const std::uint64_t slot = ring_[t & ring_mask_]; slot != kDead) out.push_back(slots_[slot].line);
+    for (std::uint64_t t = tail_; t < now_; ++t) {
+      const std::uint64_t cell = ring_[t & ring_mask_];
+      if (cell == kPending) out.push_back(pending_[t & ring_mask_]);
+      else if (cell != kDead) out.push_back(slots_[cell].line);
+    }
   }
   // Holds exactly `lines` (distinct), least recent first.
   void assign(const std::vector<std::uint64_t>& lines) {
@@ -561,11 +569,42 @@ class LruShadow {
 
  private:
   static constexpr std::uint64_t kDead = ~std::uint64_t(0);  // a ring cell whose time is no line's last use
+  static constexpr std::uint64_t kPending = kDead - 1;       // ... whose line is in pending_
   struct Slot {
     std::uint64_t line;
     std::uint64_t time;
   };
   std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
+  // `line` (not resident) into the hash, last used at `time`.
+  void insert(std::uint64_t line, std::uint64_t time) {
+    std::size_t i = home(line);  // the first free slot
+    while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
+    slots_[i] = {line, time};
+    ring_[time & ring_mask_] = i;
+  }
+  // The pending lines still resident into the hash.
+  void flush() {
+    for (std::uint64_t t = std::max(flushed_, tail_); t < now_; ++t)
+      if (ring_[t & ring_mask_] == kPending) {
+        --filter_[bucket(pending_[t & ring_mask_])];
+        insert(pending_[t & ring_mask_], t);
+      }
+    flushed_ = now_;
+  }
+  std::size_t bucket(std::uint64_t line) const { return std::size_t((line * 0xD6E8FEB86659FD93ull) >> filter_shift_); }
+  // Past N lines, the least recent goes (a pending one only leaves the ring).
+  void make_room() {
+    if (used_ < n_) {
+      ++used_;
+      return;
+    }
+    while (ring_[tail_ & ring_mask_] == kDead) ++tail_;
+    const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
+    ring_[tail_ & ring_mask_] = kDead;
+    if (victim == kPending) --filter_[bucket(pending_[tail_ & ring_mask_])];
+    else erase(std::size_t(victim));
+    ++tail_;
+  }
   // Empties slot i, pulling back every later entry of the run whose home is not between
   // the hole and it (and its ring cell with it).
   void erase(std::size_t i) {
@@ -581,6 +620,7 @@ class LruShadow {
   }
   // The live times from the tail on, renumbered without gaps (their order kept).
   void compact() {
+    flush();
     std::uint64_t k = tail_;
     for (std::uint64_t t = tail_; t < now_; ++t) {
       const std::uint64_t slot = ring_[t & ring_mask_];
@@ -589,16 +629,19 @@ class LruShadow {
       ring_[k & ring_mask_] = slot;
       slots_[slot].time = k++;
     }
-    now_ = k;
+    now_ = flushed_ = k;
   }
 
   std::size_t n_ = 0, used_ = 0;
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   unsigned shift_ = 60;
-  std::vector<std::uint64_t> ring_;  // per time (mod its size): the slot of the line last used then
+  std::vector<std::uint64_t> ring_;     // per time (mod its size): the slot of the line last used then
+  std::vector<std::uint64_t> pending_;  // per time whose cell is kPending: the line (not in the hash)
+  std::vector<std::uint32_t> filter_;   // per bucket of lines: how many are pending (none: no flush)
+  unsigned filter_shift_ = 58;
   std::size_t ring_mask_ = 0;
-  std::uint64_t now_ = 0, tail_ = 0;
+  std::uint64_t now_ = 0, tail_ = 0, flushed_ = 0;
 };
 
 // line -> time, open addressing with backward-shift deletion, for StampShadow's lines
