@@ -288,6 +288,7 @@ struct BoxTransfers::Impl {
     st.floor = ++st.cur;
     for (;;) {
       if (st.cur > st.last) {
+        if (st.pow2 && st.inner_count == 1 && !st.odometer.empty()) sweep(st, r, limit, room);
         st.next_run();
         if (st.done) break;
       }
@@ -305,6 +306,38 @@ struct BoxTransfers::Impl {
     }
     last = r;
     last_group = st.group;
+  }
+  // The common case of give(), where runs are a line or two: the runs along the
+  // innermost digit of `st`'s odometer, one after the other, as long as each fits
+  // whole (in `room`, up to `limit`), with the odometer's state in registers. Leaves
+  // `st` after the last run it gave (next_run() goes on from there); `r` is the last
+  // request given.
+  void sweep(LineStream& st, TransferRequest& r, std::uint64_t limit, std::size_t room) {
+    LineStream::Digit& d = st.odometer.back();
+    std::int64_t at = d.at;
+    std::uint64_t outer = st.outer, floor = st.floor;
+    const std::int64_t end = d.end;
+    const std::uint64_t step = d.bytes, first = st.run_first + step, span = st.run_bytes - 1;
+    const unsigned shift = st.shift;
+    TransferRequest* o = out.data();
+    std::size_t k = n;
+    for (; at + 1 < end; ++at, outer += step) {
+      const std::uint64_t a = outer + first;
+      std::uint64_t c = std::max(a >> shift, floor);
+      const std::uint64_t l = (a + span) >> shift;
+      if (c > l) continue;  // all given already
+      if (l > limit || l - c >= room - k) break;
+      for (; c <= l; ++c) {
+        r.address = c << shift;
+        o[k++] = r;
+      }
+      floor = c;
+    }
+    n = k;
+    d.at = at;
+    st.outer = outer;
+    st.floor = st.cur = floor;
+    st.last = floor - 1;
   }
   // The streams merged: the least one gives every line that comes no later than the
   // next least one's current line, then goes back into the heap.
