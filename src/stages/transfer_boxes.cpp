@@ -1,6 +1,7 @@
 #include "looptrace/stages/transfer_boxes.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <boost/container/small_vector.hpp>
 #include <map>
 #include <stdexcept>
@@ -22,15 +23,30 @@ constexpr std::size_t kBatch = 4096;
 // The lines of one box of a tensor's layout digits (TensorLayout::digits, address
 // order) in ascending order; a digit takes a range, or rows of one (a lattice). A run
 // is the box's elements with the digits before `inner` fixed, and one row of it:
-// contiguous, since every digit after `inner` is whole.
+// contiguous, since every digit after `inner` is whole. The digits before `inner` are
+// an odometer that keeps its element offset (`outer`) as it turns, so a run costs a
+// few additions however many digits the layout has.
 struct LineStream {
+  // A digit before `inner`: its coordinate, in rows of [from, to) `step` apart (count
+  // of them), and the bytes one coordinate moves the address by.
+  struct Digit {
+    std::int64_t at, end;        // the coordinate, the end of its row
+    std::int64_t from, to, step;  // the first row, and the distance between rows
+    std::int64_t row, count;     // the row it is in, of how many
+    std::uint64_t bytes;         // stride x element size
+  };
   boost::container::small_vector<mb::Rows, 12> box;  // per digit (2 per blocked rank)
-  boost::container::small_vector<std::int64_t, 12> coord;  // of the digits before `inner`
-  boost::container::small_vector<std::int64_t, 12> row;   // the row each of them is in
-  std::int64_t inner_row = 0;                             // the row of `inner` the run is
-  std::size_t inner = 0;
+  boost::container::small_vector<std::uint64_t, 12> stride;  // per digit: its element stride
+  boost::container::small_vector<Digit, 12> odometer;  // the digits before `inner`
+  std::uint64_t outer = 0;  // the address of the odometer's element with `inner` at 0
+  std::uint64_t run_at = 0;  // the current run's first byte
+  std::uint64_t run_step = 0, run_bytes = 1;  // between the rows of `inner`; a run's bytes
+  std::int64_t inner_row = 0, inner_count = 1;  // the row of `inner` the run is, of how many
+  std::uint64_t run_first = 0;  // the first run's offset from `outer`
   const std::vector<LayoutDigit>* digits = nullptr;
   std::uint64_t base = 0, size = 1, line = 64;
+  unsigned shift = 6;  // log2(line) when `pow2`
+  bool pow2 = true;
   std::uint64_t cur = 0, last = 0;  // the current run's lines still to give, [cur, last]
   std::uint64_t floor = 0;          // every line below was given
   bool write = false, done = false;
@@ -39,63 +55,84 @@ struct LineStream {
 
   void start() {
     const std::size_t ranks = box.size();
-    inner = ranks == 0 ? 0 : ranks - 1;
+    std::size_t inner = ranks == 0 ? 0 : ranks - 1;
     while (inner > 0 && box[inner].range() && box[inner].from == 0 && box[inner].to == (*digits)[inner].extent) --inner;
-    coord.resize(inner);
-    row.assign(inner, 0);
-    for (std::size_t r = 0; r < inner; ++r) coord[r] = box[r].from;
+    odometer.clear();
+    outer = base;
+    for (std::size_t r = 0; r < inner; ++r) {
+      const mb::Rows& b = box[r];
+      const std::uint64_t bytes = stride[r] * size;
+      odometer.push_back({b.from, b.to, b.from, b.to, b.stride, 0, b.count, bytes});
+      outer += std::uint64_t(b.from) * bytes;
+    }
+    if (ranks == 0) {
+      run_first = 0, run_step = 0, run_bytes = size, inner_count = 1;
+    } else {
+      const mb::Rows& b = box[inner];
+      const std::uint64_t bytes = stride[inner] * size;
+      run_first = std::uint64_t(b.from) * bytes;
+      run_step = std::uint64_t(b.stride) * bytes;
+      run_bytes = std::uint64_t(b.to - b.from) * bytes;
+      inner_count = b.count;
+    }
     inner_row = 0;
+    run_at = outer + run_first;
     done = false;
     if (!load()) next_run();
   }
+  std::uint64_t line_of(std::uint64_t address) const { return pow2 ? address >> shift : address / line; }
   // The current run's lines; false when all are below `floor`.
   bool load() {
-    std::uint64_t e0 = 0, n = 1;
-    for (std::size_t r = 0; r < inner; ++r) e0 += std::uint64_t(coord[r]) * (*digits)[r].stride;
-    if (!box.empty()) {
-      const Interval at = box[inner].row(inner_row);
-      e0 += std::uint64_t(at.from) * (*digits)[inner].stride;
-      n = std::uint64_t(at.to - at.from) * (*digits)[inner].stride;
-    }
-    const std::uint64_t a0 = base + e0 * size, a1 = base + (e0 + n) * size - 1;
-    cur = std::max(a0 / line, floor);
-    last = a1 / line;
+    cur = std::max(line_of(run_at), floor);
+    last = line_of(run_at + run_bytes - 1);
     return cur <= last;
   }
   void next_run() {
     for (;;) {
-      if (!box.empty() && ++inner_row < box[inner].count) {
+      if (++inner_row < inner_count) {
+        run_at += run_step;
         if (load()) return;
         continue;
       }
       inner_row = 0;
-      std::size_t r = inner;
+      std::size_t r = odometer.size();
       while (r > 0) {  // the odometer over the digits before `inner`, row by row
-        const mb::Rows& b = box[r - 1];
-        if (++coord[r - 1] < b.row(row[r - 1]).to) break;
-        if (++row[r - 1] < b.count) {
-          coord[r - 1] = b.row(row[r - 1]).from;
+        Digit& d = odometer[r - 1];
+        if (++d.at < d.end) {
+          outer += d.bytes;
           break;
         }
-        row[r - 1] = 0, coord[r - 1] = b.from;
+        const std::int64_t was = d.at - 1;
+        if (++d.row < d.count) {
+          d.at = d.from + d.step * d.row;
+          d.end = d.to + d.step * d.row;
+        } else {
+          d.row = 0, d.at = d.from, d.end = d.to;
+        }
+        outer += std::uint64_t(d.at - was) * d.bytes;  // modulo 2^64: the sum stays exact
+        if (d.row != 0) break;
         --r;
       }
       if (r == 0) {
         done = true;
         return;
       }
+      run_at = outer + run_first;
       if (load()) return;
     }
   }
-  void step() {
-    floor = cur + 1;
-    if (++cur > last) next_run();
-  }
-  // The heap's order (the streams of one timestep): the contract's, on current lines.
-  TransferRequest request() const { return {0, cur * line, write, child, tensor}; }
+  // The heap's order (the streams of one timestep): the contract's on current lines
+  // (writes first, then address, child, tensor), then the delta's number.
   bool after(const LineStream& o) const {
-    const TransferRequest a = request(), b = o.request();
-    return a == b ? group > o.group : comes_after(a, b);
+    if (write != o.write) return !write;
+    if (cur != o.cur) return cur > o.cur;
+    return ties_after(o);
+  }
+  // At one line: child, tensor, then the delta's number.
+  bool ties_after(const LineStream& o) const {
+    if (child != o.child) return child > o.child;
+    if (tensor != o.tensor) return tensor > o.tensor;
+    return group > o.group;
   }
 };
 
@@ -135,7 +172,8 @@ struct BoxTransfers::Impl {
   std::vector<std::size_t> starts, counts, choice;
   std::vector<std::size_t> heap;  // of streams, the least on top
   std::int64_t now = -1;          // the timestep the streams are at
-  std::vector<TransferRequest> out;
+  std::vector<TransferRequest> out = std::vector<TransferRequest>(kBatch);  // next_batch's, the first n
+  std::size_t n = 0;
   TransferRequest last{-1, 0, false, 0, 0};
   std::uint64_t last_group = 0;
   bool finished = false;
@@ -203,12 +241,16 @@ struct BoxTransfers::Impl {
   void add_stream(const TensorLayout& layout, bool write, const Cursor& c) {
     LineStream& st = streams.emplace_back();
     st.box.clear();
+    st.stride.clear();
     for (const LayoutDigit& d : layout.digits()) {
       const Piece& p = pieces[starts[d.rank] + choice[d.rank]];
       st.box.push_back(d.inner ? mb::Rows(p.inner) : p.outer);
+      st.stride.push_back(d.stride);
     }
     st.digits = &layout.digits();
     st.base = layout.base, st.size = layout.bytes, st.line = options.line_bytes;
+    st.pow2 = std::has_single_bit(st.line), st.shift = unsigned(std::countr_zero(st.line));
+    st.floor = 0;
     st.write = write, st.child = c.child, st.tensor = c.tensor, st.group = group;
     st.start();
     if (st.done) streams.pop_back();
@@ -234,25 +276,89 @@ struct BoxTransfers::Impl {
     for (std::size_t i = 0; i < streams.size(); ++i) heap.push_back(i);
     std::make_heap(heap.begin(), heap.end(), [&](std::size_t a, std::size_t b) { return streams[a].after(streams[b]); });
   }
-  void give(LineStream& st) {
-    const TransferRequest r{now, st.cur * st.line, st.write, st.child, st.tensor};
-    if (!(r == last && st.group == last_group)) out.push_back(r);  // one line of one fill or drain: once
+  // The lines of `st` up to line `limit` (all of them if it is the largest), while
+  // `room` lasts: run by run, one request a line. Only the first can repeat the request
+  // before it (another box's line: one line of one fill or drain is given once); within
+  // a stream the lines ascend.
+  void give(LineStream& st, std::uint64_t limit, std::size_t room) {
+    if (st.done || n >= room || st.cur > limit) return;
+    TransferRequest* o = out.data();
+    TransferRequest r{now, st.cur * st.line, st.write, st.child, st.tensor};
+    if (!(r == last && st.group == last_group)) o[n++] = r;
+    st.floor = ++st.cur;
+    for (;;) {
+      if (st.cur > st.last) {
+        if (st.pow2 && st.inner_count == 1 && !st.odometer.empty()) sweep(st, r, limit, room);
+        st.next_run();
+        if (st.done) break;
+      }
+      if (n >= room || st.cur > limit) break;
+      const std::uint64_t stop = std::min(st.last, limit);
+      const std::uint64_t k = std::min<std::uint64_t>(stop - st.cur + 1, room - n);
+      r.address = st.cur * st.line;
+      o[n++] = r;
+      for (std::uint64_t i = 1; i < k; ++i) {
+        r.address += st.line;
+        o[n++] = r;
+      }
+      st.cur += k;
+      st.floor = st.cur;
+    }
     last = r;
     last_group = st.group;
-    st.step();
   }
+  // The common case of give(), where runs are a line or two: the runs along the
+  // innermost digit of `st`'s odometer, one after the other, as long as each fits
+  // whole (in `room`, up to `limit`), with the odometer's state in registers. Leaves
+  // `st` after the last run it gave (next_run() goes on from there); `r` is the last
+  // request given.
+  void sweep(LineStream& st, TransferRequest& r, std::uint64_t limit, std::size_t room) {
+    LineStream::Digit& d = st.odometer.back();
+    std::int64_t at = d.at;
+    std::uint64_t outer = st.outer, floor = st.floor;
+    const std::int64_t end = d.end;
+    const std::uint64_t step = d.bytes, first = st.run_first + step, span = st.run_bytes - 1;
+    const unsigned shift = st.shift;
+    TransferRequest* o = out.data();
+    std::size_t k = n;
+    for (; at + 1 < end; ++at, outer += step) {
+      const std::uint64_t a = outer + first;
+      std::uint64_t c = std::max(a >> shift, floor);
+      const std::uint64_t l = (a + span) >> shift;
+      if (c > l) continue;  // all given already
+      if (l > limit || l - c >= room - k) break;
+      for (; c <= l; ++c) {
+        r.address = c << shift;
+        o[k++] = r;
+      }
+      floor = c;
+    }
+    n = k;
+    d.at = at;
+    st.outer = outer;
+    st.floor = st.cur = floor;
+    st.last = floor - 1;
+  }
+  // The streams merged: the least one gives every line that comes no later than the
+  // next least one's current line, then goes back into the heap.
   void emit(std::size_t room) {
     auto later = [&](std::size_t a, std::size_t b) { return streams[a].after(streams[b]); };
-    while (!heap.empty() && out.size() < room) {
+    constexpr std::uint64_t kAll = ~std::uint64_t(0);
+    while (!heap.empty() && n < room) {
       if (heap.size() == 1) {  // one box left: its lines in a row
         LineStream& st = streams[heap.front()];
-        while (!st.done && out.size() < room) give(st);
+        give(st, kAll, room);
         if (st.done) heap.clear();
         return;
       }
       std::pop_heap(heap.begin(), heap.end(), later);
       LineStream& st = streams[heap.back()];
-      give(st);
+      const LineStream& next = streams[heap.front()];
+      // st comes first; of its lines, those before next's current one (or at it, when
+      // st's child, tensor and delta come first there: the same request is given once).
+      std::uint64_t limit = kAll;
+      if (st.write == next.write) limit = st.ties_after(next) ? next.cur - 1 : next.cur;
+      give(st, limit, room);
       if (st.done) heap.pop_back();
       else std::push_heap(heap.begin(), heap.end(), later);
     }
@@ -320,8 +426,8 @@ std::optional<BoxTransfers> BoxTransfers::make(const Schedule& s, const TraceOpt
 
 std::span<const TransferRequest> BoxTransfers::next_batch(std::int64_t until) try {
   Impl& m = *impl_;
-  m.out.clear();
-  while (m.out.size() < kBatch) {
+  m.n = 0;
+  while (m.n < kBatch) {
     if (!m.heap.empty()) {
       if (m.now >= until) break;
       m.emit(kBatch);
@@ -336,7 +442,7 @@ std::span<const TransferRequest> BoxTransfers::next_batch(std::int64_t until) tr
     if (t >= until) break;
     m.gather(t);
   }
-  return m.out;
+  return {m.out.data(), m.n};
 } catch (const mb::NotClosed& e) {  // make() refuses what could: a bug if it gets here
   throw std::logic_error("transfers in closed form met a tile that is not a box (" + e.reason +
                          "); --method enumerate gives the trace");

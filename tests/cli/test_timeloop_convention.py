@@ -353,6 +353,25 @@ def brute_per_instance(extents, accesses, loops, above):
     return out
 
 
+def random_loops(rng, extents, count, p_spatial, p_initial):
+    """`count` random loops over the variables of `extents`, outermost first, each
+    (variable, spatial, tile, first tile): a loop tiles what the last loop of its
+    variable above gave (the larger of its tile and first tile; else the extent), and
+    with probability `p_initial` its first tile is drawn apart from its tile. With
+    probability `p_spatial` it is !Spatial."""
+    loops = []
+    for _ in range(count):
+        var = rng.choice(list(extents))
+        given = extents[var]
+        for l in loops:
+            if l[0] == var:
+                given = max(l[2], l[3])
+        tile = rng.randint(1, max(1, given))
+        initial = tile if rng.random() < 1 - p_initial else rng.randint(1, max(1, given))
+        loops.append((var, rng.random() < p_spatial, tile, initial))
+    return loops
+
+
 def test_per_instance_brute_force():
     """The default report's per-instance figures against brute force on random nests
     (imperfect tiles, first tiles of their own, spatial loops between temporal ones)."""
@@ -361,16 +380,7 @@ def test_per_instance_brute_force():
     accesses = [("A", [["m"], ["k"]], False), ("B", [["k", "r"]], False), ("Z", [["m"]], True)]
     for case in range(40):
         extents = {v: rng.randint(1, 7) for v in "mkr"}
-        loops = []
-        for _ in range(rng.randint(2, 5)):
-            var = rng.choice("mkr")
-            given = extents[var]
-            for l in loops:
-                if l[0] == var:
-                    given = max(l[2], l[3])
-            tile = rng.randint(1, max(1, given))
-            initial = tile if rng.random() < 0.7 else rng.randint(1, max(1, given))
-            loops.append((var, rng.random() < 0.4, tile, initial))
+        loops = random_loops(rng, extents, rng.randint(2, 5), p_spatial=0.4, p_initial=0.3)
         if not any(l[1] for l in loops):
             loops[rng.randrange(len(loops))] = loops[0][:1] + (True,) + loops[0][2:]
         above = rng.randint(1, len(loops))
@@ -541,16 +551,7 @@ def random_nest(rng):
     levels (Main, Mid, Buf; Mid and Buf hold some of the tensors), with imperfect tiles,
     first tiles of their own and !Spatial loops anywhere."""
     extents = {v: rng.randint(1, 6) for v in "mkr"}
-    loops = []
-    for _ in range(rng.randint(2, 6)):
-        var = rng.choice("mkr")
-        given = extents[var]
-        for l in loops:
-            if l[0] == var:
-                given = max(l[2], l[3])
-        tile = rng.randint(1, max(1, given))
-        initial = tile if rng.random() < 0.8 else rng.randint(1, max(1, given))
-        loops.append((var, rng.random() < 0.3, tile, initial))
+    loops = random_loops(rng, extents, rng.randint(2, 6), p_spatial=0.3, p_initial=0.2)
     cuts = sorted(rng.sample(range(len(loops) + 1), 2))
 
     def node(l):
