@@ -11,6 +11,7 @@
 #include "looptrace/stages/reuse_distances.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/transfers.hpp"
+#include "stages/seen_lines.hpp"
 
 using namespace looptrace;
 
@@ -523,4 +524,34 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
     }
   }
   CHECK(warps > 10);  // the test must exercise warps, not only plain simulation
+}
+
+TEST_CASE("seen lines: a range marks its lines and counts those not seen before") {
+  SeenLines seen;
+  CHECK(!seen.test_and_set(5));
+  CHECK(!seen.test_and_set(63));
+  CHECK(!seen.test_and_set(64));
+  CHECK(!seen.test_and_set(65536 + 3));
+  CHECK(seen.test_and_set_range(0, 130) == 131 - 3);          // 5, 63, 64 seen
+  CHECK(seen.test_and_set_range(0, 130) == 0);
+  CHECK(seen.test_and_set_range(60, 70) == 0);
+  CHECK(seen.test_and_set_range(65530, 65540) == 11 - 1);     // across a page; 65539 seen
+  CHECK(!seen.test_and_set(131));
+  CHECK(seen.test_and_set(130));
+  CHECK(seen.test_and_set_range(100000, 300000) == 200001);   // four pages, none seen
+  // Seen: 0 .. 131 (132), 65530 .. 65540 (11), 100000 .. 300000 (200001).
+  CHECK(seen.test_and_set_range(0, 300000) == 300001 - 132 - 11 - 200001);
+  CHECK(seen.test_and_set_range(300000, 300000) == 0);
+  CHECK(seen.test_and_set_range(300001, 300001) == 1);
+  CHECK(seen.test_and_set_range(127, 128) == 0);
+
+  // Against marking line by line.
+  std::mt19937_64 rng(28);
+  SeenLines by_range, by_line;
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint64_t first = rng() % 300000, last = first + (rng() % 4 == 0 ? rng() % 140000 : rng() % 200);
+    std::uint64_t fresh = 0;
+    for (std::uint64_t l = first; l <= last; ++l) fresh += !by_line.test_and_set(l);
+    CHECK(by_range.test_and_set_range(first, last) == fresh);
+  }
 }

@@ -10,6 +10,7 @@
 #endif
 
 #include "looptrace/support/error.hpp"
+#include "stages/seen_lines.hpp"
 
 namespace looptrace {
 
@@ -603,31 +604,6 @@ class LruShadow {
   std::vector<std::uint64_t> ring_;  // per time (mod its size): the slot of the line last used then
   std::size_t ring_mask_ = 0;
   std::uint64_t now_ = 0, tail_ = 0;
-};
-
-// Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
-// reach them (memory follows the lines touched, not the trace).
-class SeenLines {
- public:
-  // Whether `line` was seen before; marks it.
-  bool test_and_set(std::uint64_t line) {
-    const std::uint64_t page = line >> 16;
-    if (page != last_page_) {
-      auto& p = pages_[page];
-      if (p.empty()) p.assign(1024, 0);
-      last_ = p.data(), last_page_ = page;
-    }
-    std::uint64_t& word = last_[(line >> 6) & 1023];
-    const std::uint64_t bit = std::uint64_t(1) << (line & 63);
-    const bool seen = (word & bit) != 0;
-    word |= bit;
-    return seen;
-  }
-
- private:
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
-  std::uint64_t last_page_ = kNoLine;
-  std::uint64_t* last_ = nullptr;
 };
 
 }  // namespace
