@@ -555,3 +555,64 @@ TEST_CASE("seen lines: a range marks its lines and counts those not seen before"
     CHECK(by_range.test_and_set_range(first, last) == fresh);
   }
 }
+
+TEST_CASE("warp block: runs of lines, each line with its first access's key; memory follows the cache") {
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 64;  // 16 lines; a shadow of 16
+  const CacheModel model(c, 2, 2);
+  const std::size_t cap = WarpBlock::max_runs(model);
+  CHECK(cap == 4096);  // 4 x 32 lines is less than the floor
+  const std::vector<std::int64_t> delta = {8, 0};  // tensor 1 stays: not recorded
+  WarpBlock block;
+  block.reset(delta, cap);
+  std::vector<LineAccess> batch;
+  const auto lines = [&](std::uint64_t first, std::uint64_t last, std::uint32_t trace, std::uint32_t tensor = 0) {
+    batch.clear();
+    for (std::uint64_t l = first; l <= last; ++l) batch.push_back({0, l, trace, tensor, false});
+    block.add(batch, model);
+  };
+  const auto runs = [&] {
+    std::vector<std::array<std::uint64_t, 3>> out;
+    for (const auto& [first, r] : block.runs()) out.push_back({first, r.last, r.key});
+    return out;
+  };
+  using R = std::vector<std::array<std::uint64_t, 3>>;
+  lines(10, 19, 0);
+  lines(15, 24, 1);  // 15 .. 19 were trace 0's first
+  CHECK(runs() == R{{10, 19, 0}, {20, 24, 1}});
+  lines(25, 30, 0);
+  lines(5, 9, 0);    // joins the run of its key after it
+  CHECK(runs() == R{{5, 19, 0}, {20, 24, 1}, {25, 30, 0}});
+  lines(0, 3, 0);
+  lines(100, 200, 0, 1);  // a tensor that stays
+  lines(0, 40, 0);   // fills 4 and 31 .. 40: the runs of trace 0 on either side join
+  CHECK(runs() == R{{0, 19, 0}, {20, 24, 1}, {25, 40, 0}});
+  CHECK(block.touched(0));
+  CHECK(block.touched(22));
+  CHECK(block.touched(40));
+  CHECK(!block.touched(41));
+  CHECK(!block.touched(150));
+  batch = {{0, 45, 0, 0, false}, {0, 44, 0, 0, false}, {0, 46, 0, 0, false}, {0, 47, kNoTrace, 0, false}};
+  block.add(batch, model);  // one at a time, not in order; a key of its own (tensor 0's)
+  CHECK(runs() == R{{0, 19, 0}, {20, 24, 1}, {25, 40, 0}, {44, 46, 0}, {47, 47, 2}});
+
+  // A block of many more lines than the cache's, in runs: a run each, whatever their length.
+  block.reset(delta, cap);
+  for (std::uint64_t r = 0; r < 64; ++r) lines(r << 20, (r << 20) + (1 << 16) - 1, 0);
+  CHECK(block.runs().size() == 64);
+  CHECK(!block.overflow());
+  CHECK(block.touched((5 << 20) + 65535));
+  CHECK(!block.touched((5 << 20) + 65536));
+  // Scattered lines: past the cap, the block overflows and lets its runs go.
+  block.reset(delta, cap);
+  batch.clear();
+  for (std::uint64_t l = 0; l < 4 * cap; l += 2) batch.push_back({0, l, 0, 0, false});
+  for (std::size_t i = 0; i < batch.size(); i += 100) {
+    block.add(std::span(batch).subspan(i, std::min<std::size_t>(100, batch.size() - i)), model);
+    CHECK(block.runs().size() <= cap);
+  }
+  CHECK(block.overflow());
+  CHECK(block.runs().empty());
+  block.reset(delta, cap);
+  CHECK(!block.overflow());
+}
