@@ -665,10 +665,7 @@ struct CacheModel::Impl {
   unsigned shift = 6;
   // Counted per key (a trace, or after the traces a tensor, for what no trace makes):
   // one set of counters per access; report() sums the keys of each tensor.
-  struct Tally {
-    std::uint64_t accesses = 0, hits = 0, cold = 0, capacity = 0, write_throughs = 0;
-  };
-  std::vector<Tally> keys;
+  std::vector<CacheTally> keys;
   std::vector<std::uint32_t> key_tensor;     // per key
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
   std::size_t n_traces = 0;
@@ -751,7 +748,7 @@ void CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::
     if constexpr (Emit) r->flags = flags;
     const std::size_t key = a.trace != kNoTrace ? a.trace : n_traces + a.tensor;
     key_tensor[key] = a.tensor;
-    Tally& c = keys[key];
+    CacheTally& c = keys[key];
     c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
   }
 }
@@ -830,7 +827,7 @@ CacheReport CacheModel::report() const {
   r.tensors.resize(m.writebacks.size());
   r.traces.resize(m.n_traces);
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const Impl::Tally& t = m.keys[k];
+    const CacheTally& t = m.keys[k];
     CacheCounts c;
     c.accesses = t.accesses, c.hits = t.hits, c.misses = t.accesses - t.hits, c.cold = t.cold;
     c.capacity = t.capacity, c.write_throughs = t.write_throughs;
@@ -881,11 +878,7 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
     m.shadow.lines(out.shadow);
     for (std::uint64_t l : out.shadow) out.shadow_owner.push_back(owners(l));
   }
-  out.tallies.resize(m.keys.size());
-  for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const Impl::Tally& t = m.keys[k];
-    out.tallies[k] = {t.accesses, t.hits, t.cold, t.capacity, t.write_throughs};
-  }
+  out.tallies = m.keys;
   out.writebacks = m.writebacks;
 }
 
@@ -1052,13 +1045,13 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
                                                  std::uint64_t(std::int64_t(r.last) + d));
       }
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const auto& x = a.tallies[k];
-    const auto& y = b.tallies[k];
-    Impl::Tally& t = m.keys[k];
-    t.accesses += n * (y[0] - x[0]), t.hits += n * (y[1] - x[1]), t.write_throughs += n * (y[4] - x[4]);
+    const CacheTally &x = a.tallies[k], &y = b.tallies[k];
+    CacheTally& t = m.keys[k];
+    t.accesses += n * (y.accesses - x.accesses), t.hits += n * (y.hits - x.hits);
+    t.write_throughs += n * (y.write_throughs - x.write_throughs);
     // Each block misses the shadow as often as the one it repeats; the cold ones of
     // those are the lines no block touched before.
-    const std::uint64_t shadow_misses = (y[2] - x[2]) + (y[3] - x[3]);
+    const std::uint64_t shadow_misses = (y.cold - x.cold) + (y.capacity - x.capacity);
     if (cold[k] > n * shadow_misses) throw std::logic_error("cache warp: more cold misses than shadow misses");
     t.cold += cold[k], t.capacity += n * shadow_misses - cold[k];
   }

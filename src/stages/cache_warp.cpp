@@ -214,7 +214,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       if (first.matches(before, after, left)) {
         model.fast_forward(before, after, first, left);
         std::uint64_t per_block = 0;
-        for (std::size_t k = 0; k < after.tallies.size(); ++k) per_block += after.tallies[k][0] - before.tallies[k][0];
+        for (std::size_t k = 0; k < after.tallies.size(); ++k)
+          per_block += after.tallies[k].accesses - before.tallies[k].accesses;
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;

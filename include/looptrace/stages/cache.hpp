@@ -107,6 +107,12 @@ class LineOwners {
   std::vector<Range> ranges_;  // sorted by first
 };
 
+// One key's counters in a cache (CacheModel counts per key: a trace, or a tensor for
+// what no trace makes); misses are accesses - hits.
+struct CacheTally {
+  std::uint64_t accesses = 0, hits = 0, cold = 0, capacity = 0, write_throughs = 0;
+};
+
 // A cache's state and counts at one moment, to find and take a warp (Morelli and
 // Reineke, "Warping cache simulation of polyhedral programs", PLDI 2022): the lines by
 // set and recency, as the engine and its three-Cs shadow hold them.
@@ -116,8 +122,8 @@ struct CacheSnapshot {
   std::vector<std::uint32_t> owner;   // per entry of `lines`: the tensor
   std::vector<std::uint64_t> shadow;  // the shadow's lines, oldest first
   std::vector<std::uint32_t> shadow_owner;
-  std::vector<std::array<std::uint64_t, 5>> tallies;  // per key: accesses, hits, cold, capacity, write-throughs
-  std::vector<std::uint64_t> writebacks;              // per tensor
+  std::vector<CacheTally> tallies;    // per key
+  std::vector<std::uint64_t> writebacks;  // per tensor
 };
 
 // Consecutive lines `first` .. `last` that a block of a warp touched first in the block
