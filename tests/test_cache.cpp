@@ -3,6 +3,7 @@
 // against a plain LRU stack, and the shapes a cache refuses.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <random>
 
 #include "helpers.hpp"
@@ -615,4 +616,42 @@ TEST_CASE("warp block: runs of lines, each line with its first access's key; mem
   CHECK(block.runs().empty());
   block.reset(delta, cap);
   CHECK(!block.overflow());
+}
+
+TEST_CASE("warp block: its runs are the block's lines with their first keys, against a map of lines") {
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 64;
+  const CacheModel model(c, 2, 3);
+  std::mt19937_64 rng(2028);
+  for (int round = 0; round < 40; ++round) {
+    WarpBlock block;
+    block.reset(std::vector<std::int64_t>{4, -8}, std::size_t(1) << 20);
+    std::map<std::uint64_t, std::uint64_t> first;  // line -> key of its first access
+    std::vector<LineAccess> batch;
+    for (int b = 0; b < 30; ++b) {
+      batch.clear();
+      // Runs, strided walks and single lines, of two tensors and three traces or none.
+      for (int r = 0; r < 20; ++r) {
+        const std::uint64_t start = rng() % 600, length = 1 + rng() % (rng() % 3 ? 8 : 40), stride = 1 + rng() % 5;
+        const std::uint32_t trace = rng() % 4 == 0 ? kNoTrace : std::uint32_t(rng() % 3), tensor = std::uint32_t(rng() % 2);
+        for (std::uint64_t i = 0; i < length; ++i) batch.push_back({0, start + i * stride, trace, tensor, false});
+      }
+      block.add(batch, model);
+      for (const LineAccess& a : batch) first.try_emplace(a.line, model.key_of(a));
+    }
+    std::map<std::uint64_t, std::uint64_t> got;
+    std::uint64_t end = 0;
+    std::uint32_t key = 0, tensor = 0;
+    for (const auto& [f, r] : block.runs()) {
+      CHECK(f <= r.last);
+      if (!got.empty()) {
+        CHECK(f > end);                                              // disjoint, in order
+        CHECK((f > end + 1 || r.key != key || r.tensor != tensor));  // no two that could join
+      }
+      for (std::uint64_t l = f; l <= r.last; ++l) got[l] = r.key;
+      end = r.last, key = r.key, tensor = r.tensor;
+    }
+    CHECK(got == first);
+    for (std::uint64_t l = 0; l < 800; ++l) CHECK(block.touched(l) == first.contains(l));
+  }
 }
