@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <list>
+#include <map>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "looptrace/stages/reuse_distances.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/transfers.hpp"
+#include "stages/seen_lines.hpp"
 
 using namespace looptrace;
 
@@ -586,4 +588,133 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
     }
   }
   CHECK(warps > 10);  // the test must exercise warps, not only plain simulation
+}
+
+TEST_CASE("seen lines: a range marks its lines and counts those not seen before") {
+  SeenLines seen;
+  CHECK(!seen.test_and_set(5));
+  CHECK(!seen.test_and_set(63));
+  CHECK(!seen.test_and_set(64));
+  CHECK(!seen.test_and_set(65536 + 3));
+  CHECK(seen.test_and_set_range(0, 130) == 131 - 3);          // 5, 63, 64 seen
+  CHECK(seen.test_and_set_range(0, 130) == 0);
+  CHECK(seen.test_and_set_range(60, 70) == 0);
+  CHECK(seen.test_and_set_range(65530, 65540) == 11 - 1);     // across a page; 65539 seen
+  CHECK(!seen.test_and_set(131));
+  CHECK(seen.test_and_set(130));
+  CHECK(seen.test_and_set_range(100000, 300000) == 200001);   // four pages, none seen
+  // Seen: 0 .. 131 (132), 65530 .. 65540 (11), 100000 .. 300000 (200001).
+  CHECK(seen.test_and_set_range(0, 300000) == 300001 - 132 - 11 - 200001);
+  CHECK(seen.test_and_set_range(300000, 300000) == 0);
+  CHECK(seen.test_and_set_range(300001, 300001) == 1);
+  CHECK(seen.test_and_set_range(127, 128) == 0);
+
+  // Against marking line by line.
+  std::mt19937_64 rng(28);
+  SeenLines by_range, by_line;
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint64_t first = rng() % 300000, last = first + (rng() % 4 == 0 ? rng() % 140000 : rng() % 200);
+    std::uint64_t fresh = 0;
+    for (std::uint64_t l = first; l <= last; ++l) fresh += !by_line.test_and_set(l);
+    CHECK(by_range.test_and_set_range(first, last) == fresh);
+  }
+}
+
+TEST_CASE("warp block: runs of lines, each line with its first access's key; memory follows the cache") {
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 64;  // 16 lines; a shadow of 16
+  const CacheModel model(c, 2, 2);
+  const std::size_t cap = WarpBlock::max_runs(model);
+  CHECK(cap == 4096);  // 4 x 32 lines is less than the floor
+  const std::vector<std::int64_t> delta = {8, 0};  // tensor 1 stays: not recorded
+  WarpBlock block;
+  block.reset(delta, cap);
+  std::vector<LineAccess> batch;
+  const auto lines = [&](std::uint64_t first, std::uint64_t last, std::uint32_t trace, std::uint32_t tensor = 0) {
+    batch.clear();
+    for (std::uint64_t l = first; l <= last; ++l) batch.push_back({0, l, trace, tensor, false});
+    block.add(batch, model);
+  };
+  const auto runs = [&] {
+    std::vector<std::array<std::uint64_t, 3>> out;
+    for (const auto& [first, r] : block.runs()) out.push_back({first, r.last, r.key});
+    return out;
+  };
+  using R = std::vector<std::array<std::uint64_t, 3>>;
+  lines(10, 19, 0);
+  lines(15, 24, 1);  // 15 .. 19 were trace 0's first
+  CHECK(runs() == R{{10, 19, 0}, {20, 24, 1}});
+  lines(25, 30, 0);
+  lines(5, 9, 0);    // joins the run of its key after it
+  CHECK(runs() == R{{5, 19, 0}, {20, 24, 1}, {25, 30, 0}});
+  lines(0, 3, 0);
+  lines(100, 200, 0, 1);  // a tensor that stays
+  lines(0, 40, 0);   // fills 4 and 31 .. 40: the runs of trace 0 on either side join
+  CHECK(runs() == R{{0, 19, 0}, {20, 24, 1}, {25, 40, 0}});
+  CHECK(block.touched(0));
+  CHECK(block.touched(22));
+  CHECK(block.touched(40));
+  CHECK(!block.touched(41));
+  CHECK(!block.touched(150));
+  batch = {{0, 45, 0, 0, false}, {0, 44, 0, 0, false}, {0, 46, 0, 0, false}, {0, 47, kNoTrace, 0, false}};
+  block.add(batch, model);  // one at a time, not in order; a key of its own (tensor 0's)
+  CHECK(runs() == R{{0, 19, 0}, {20, 24, 1}, {25, 40, 0}, {44, 46, 0}, {47, 47, 2}});
+
+  // A block of many more lines than the cache's, in runs: a run each, whatever their length.
+  block.reset(delta, cap);
+  for (std::uint64_t r = 0; r < 64; ++r) lines(r << 20, (r << 20) + (1 << 16) - 1, 0);
+  CHECK(block.runs().size() == 64);
+  CHECK(!block.overflow());
+  CHECK(block.touched((5 << 20) + 65535));
+  CHECK(!block.touched((5 << 20) + 65536));
+  // Scattered lines: past the cap, the block overflows and lets its runs go.
+  block.reset(delta, cap);
+  batch.clear();
+  for (std::uint64_t l = 0; l < 4 * cap; l += 2) batch.push_back({0, l, 0, 0, false});
+  for (std::size_t i = 0; i < batch.size(); i += 100) {
+    block.add(std::span(batch).subspan(i, std::min<std::size_t>(100, batch.size() - i)), model);
+    CHECK(block.runs().size() <= cap);
+  }
+  CHECK(block.overflow());
+  CHECK(block.runs().empty());
+  block.reset(delta, cap);
+  CHECK(!block.overflow());
+}
+
+TEST_CASE("warp block: its runs are the block's lines with their first keys, against a map of lines") {
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 64;
+  const CacheModel model(c, 2, 3);
+  std::mt19937_64 rng(2028);
+  for (int round = 0; round < 40; ++round) {
+    WarpBlock block;
+    block.reset(std::vector<std::int64_t>{4, -8}, std::size_t(1) << 20);
+    std::map<std::uint64_t, std::uint64_t> first;  // line -> key of its first access
+    std::vector<LineAccess> batch;
+    for (int b = 0; b < 30; ++b) {
+      batch.clear();
+      // Runs, strided walks and single lines, of two tensors and three traces or none.
+      for (int r = 0; r < 20; ++r) {
+        const std::uint64_t start = rng() % 600, length = 1 + rng() % (rng() % 3 ? 8 : 40), stride = 1 + rng() % 5;
+        const std::uint32_t trace = rng() % 4 == 0 ? kNoTrace : std::uint32_t(rng() % 3), tensor = std::uint32_t(rng() % 2);
+        for (std::uint64_t i = 0; i < length; ++i) batch.push_back({0, start + i * stride, trace, tensor, false});
+      }
+      block.add(batch, model);
+      for (const LineAccess& a : batch) first.try_emplace(a.line, model.key_of(a));
+    }
+    std::map<std::uint64_t, std::uint64_t> got;
+    std::uint64_t end = 0;
+    std::uint32_t key = 0, tensor = 0;
+    for (const auto& [f, r] : block.runs()) {
+      CHECK(f <= r.last);
+      if (!got.empty()) {
+        CHECK(f > end);                                              // disjoint, in order
+        CHECK((f > end + 1 || r.key != key || r.tensor != tensor));  // no two that could join
+      }
+      for (std::uint64_t l = f; l <= r.last; ++l) got[l] = r.key;
+      end = r.last, key = r.key, tensor = r.tensor;
+    }
+    CHECK(got == first);
+    for (std::uint64_t l = 0; l < 800; ++l) CHECK(block.touched(l) == first.contains(l));
+  }
 }

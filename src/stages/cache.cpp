@@ -10,6 +10,7 @@
 #endif
 
 #include "looptrace/support/error.hpp"
+#include "stages/seen_lines.hpp"
 
 namespace looptrace {
 
@@ -862,31 +863,6 @@ class StampShadow {
   LineTimes aside_;
 };
 
-// Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
-// reach them (memory follows the lines touched, not the trace).
-class SeenLines {
- public:
-  // Whether `line` was seen before; marks it.
-  bool test_and_set(std::uint64_t line) {
-    const std::uint64_t page = line >> 16;
-    if (page != last_page_) {
-      auto& p = pages_[page];
-      if (p.empty()) p.assign(1024, 0);
-      last_ = p.data(), last_page_ = page;
-    }
-    std::uint64_t& word = last_[(line >> 6) & 1023];
-    const std::uint64_t bit = std::uint64_t(1) << (line & 63);
-    const bool seen = (word & bit) != 0;
-    word |= bit;
-    return seen;
-  }
-
- private:
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
-  std::uint64_t last_page_ = kNoLine;
-  std::uint64_t* last_ = nullptr;
-};
-
 }  // namespace
 
 CacheCounts& CacheCounts::operator+=(const CacheCounts& o) {
@@ -946,10 +922,7 @@ struct CacheModel::Impl {
   unsigned shift = 6;
   // Counted per key (a trace, or after the traces a tensor, for what no trace makes):
   // one set of counters per access; report() sums the keys of each tensor.
-  struct Tally {
-    std::uint64_t accesses = 0, hits = 0, cold = 0, capacity = 0, write_throughs = 0;
-  };
-  std::vector<Tally> keys;
+  std::vector<CacheTally> keys;
   std::vector<std::uint32_t> key_tensor;     // per key
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
   std::size_t n_traces = 0;
@@ -1093,7 +1066,7 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
     if constexpr (Emit) r->flags = flags;
     const std::size_t key = a.trace != kNoTrace ? a.trace : n_traces + a.tensor;
     key_tensor[key] = a.tensor;
-    Tally& c = keys[key];
+    CacheTally& c = keys[key];
     c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
     engine_hits += id >= 0;
   }
@@ -1198,7 +1171,7 @@ CacheReport CacheModel::report() const {
   r.tensors.resize(m.writebacks.size());
   r.traces.resize(m.n_traces);
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const Impl::Tally& t = m.keys[k];
+    const CacheTally& t = m.keys[k];
     CacheCounts c;
     c.accesses = t.accesses, c.hits = t.hits, c.misses = t.accesses - t.hits, c.cold = t.cold;
     c.capacity = t.capacity, c.write_throughs = t.write_throughs;
@@ -1249,61 +1222,99 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
     m.shadow_lines(out.shadow);
     for (std::uint64_t l : out.shadow) out.shadow_owner.push_back(owners(l));
   }
-  out.tallies.resize(m.keys.size());
-  for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const Impl::Tally& t = m.keys[k];
-    out.tallies[k] = {t.accesses, t.hits, t.cold, t.capacity, t.write_throughs};
-  }
+  out.tallies = m.keys;
   out.writebacks = m.writebacks;
 }
 
-void WarpBlock::reset(std::span<const std::int64_t> delta) {
+std::size_t WarpBlock::max_runs(const CacheModel& model) {
+  const CacheConfig& c = model.config();
+  const std::uint64_t lines = c.lines() * (c.three_cs ? 2 : 1);  // the shadow holds as many
+  return std::size_t(std::max<std::uint64_t>(4096, 32 * lines));
+}
+
+void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
-  first_.clear(), size_ = 0, overflow_ = false;
-  if (set_.empty()) set_.assign(1024, kEmpty);
-  else std::fill(set_.begin(), set_.end(), kEmpty);
+  runs_.clear(), has_hint_ = false, max_runs_ = max_runs, overflow_ = false;
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
 void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) {
   if (overflow_) return;
   // Only the tensors that move: a line that does not is its own shift, touched or not.
-  for (const LineAccess& a : batch) {
-    if (delta_[a.tensor] == 0 || !insert(a.line)) continue;
-    low_[a.tensor] = std::min(low_[a.tensor], a.line), high_[a.tensor] = std::max(high_[a.tensor], a.line);
-    first_.push_back({a.line, std::uint32_t(model.key_of(a)), a.tensor});
-    if (size_ > kMaxLines) {
+  // The batch a run of consecutive lines at a time (as cache_lines makes them).
+  const LineAccess* const end = batch.data() + batch.size();
+  for (const LineAccess* p = batch.data(); p != end;) {
+    const LineAccess& a = *p;
+    if (delta_[a.tensor] == 0) {
+      ++p;
+      continue;
+    }
+    std::uint64_t last = a.line;
+    for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
+    insert(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
+    if (runs_.size() > max_runs_) {
       overflow_ = true;
+      runs_.clear(), has_hint_ = false;  // not needed any more: no warp
       return;
     }
   }
 }
 
-bool WarpBlock::insert(std::uint64_t line) {
-  if (2 * (size_ + 1) > set_.size()) {  // grow, keeping the lines
-    std::vector<std::uint64_t> old;
-    old.swap(set_);
-    set_.assign(old.size() * 4, kEmpty);
-    size_ = 0;
-    for (std::uint64_t l : old)
-      if (l != kEmpty) insert(l);
+void WarpBlock::insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
+  // The first run after `first`: found near the run of the last line recorded when
+  // `first` lies between it and the third run after it (a walk over the lines in
+  // order, or over runs of them at a stride), else searched.
+  Runs::iterator next = runs_.end();
+  bool found = false;
+  if (has_hint_ && hint_->first <= first) {
+    next = std::next(hint_);
+    for (int k = 0; k < 2 && next != runs_.end() && next->first <= first; ++k) ++next;
+    found = next == runs_.end() || next->first > first;
   }
-  const std::size_t mask = set_.size() - 1;
-  for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
-    if (set_[i] == line) return false;
-    if (set_[i] == kEmpty) {
-      set_[i] = line, ++size_;
-      return true;
+  if (!found) next = runs_.upper_bound(first);
+  Runs::iterator at;                     // the run of the line before `l`
+  std::uint64_t l = first;
+  if (next != runs_.begin()) {
+    at = std::prev(next);
+    if (at->second.last >= first) {
+      if (at->second.last >= last) {
+        hint_ = at, has_hint_ = true;
+        return;
+      }
+      l = at->second.last + 1;
     }
   }
+  // Runs are disjoint: `next` starts at l or later.
+  while (l <= last) {
+    if (next != runs_.end() && next->first == l) {  // recorded before
+      at = next++;
+      l = at->second.last + 1;
+      continue;
+    }
+    const std::uint64_t to = next != runs_.end() && next->first <= last ? next->first - 1 : last;
+    low_[tensor] = std::min(low_[tensor], l), high_[tensor] = std::max(high_[tensor], to);
+    // The run before l (the last one to start before it, ending before it) goes on, or
+    // a new one starts.
+    const Runs::iterator before = next == runs_.begin() ? runs_.end() : std::prev(next);
+    if (before != runs_.end() && before->second.last + 1 == l && before->second.key == key &&
+        before->second.tensor == tensor) {
+      at = before;
+      at->second.last = to;
+    } else {
+      at = runs_.emplace_hint(next, l, FirstRun{to, key, tensor});
+    }
+    if (next != runs_.end() && next->first == to + 1 && next->second.key == key && next->second.tensor == tensor) {
+      at->second.last = next->second.last;
+      next = runs_.erase(next);
+    }
+    l = at->second.last + 1;
+  }
+  hint_ = at, has_hint_ = true;
 }
 
 bool WarpBlock::touched(std::uint64_t line) const {
-  const std::size_t mask = set_.size() - 1;
-  for (std::size_t i = std::size_t(line * 0x9E3779B97F4A7C15ull >> 20) & mask;; i = (i + 1) & mask) {
-    if (set_[i] == line) return true;
-    if (set_[i] == kEmpty) return false;
-  }
+  const auto next = runs_.upper_bound(line);
+  return next != runs_.begin() && std::prev(next)->second.last >= line;
 }
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks) {
@@ -1369,18 +1380,22 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
   const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);
+  // Block by block, each run of first touches shifted: its lines not seen before are cold.
   if (m.config.three_cs)
     for (std::int64_t i = 1; i <= blocks; ++i)
-      for (const FirstLine& f : block.first())
-        if (!m.seen.test_and_set(std::uint64_t(std::int64_t(f.line) + i * delta[f.tensor]))) ++cold[f.key];
+      for (const auto& [first, r] : block.runs()) {
+        const std::int64_t d = i * delta[r.tensor];
+        cold[r.key] += m.seen.test_and_set_range(std::uint64_t(std::int64_t(first) + d),
+                                                 std::uint64_t(std::int64_t(r.last) + d));
+      }
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const auto& x = a.tallies[k];
-    const auto& y = b.tallies[k];
-    Impl::Tally& t = m.keys[k];
-    t.accesses += n * (y[0] - x[0]), t.hits += n * (y[1] - x[1]), t.write_throughs += n * (y[4] - x[4]);
+    const CacheTally &x = a.tallies[k], &y = b.tallies[k];
+    CacheTally& t = m.keys[k];
+    t.accesses += n * (y.accesses - x.accesses), t.hits += n * (y.hits - x.hits);
+    t.write_throughs += n * (y.write_throughs - x.write_throughs);
     // Each block misses the shadow as often as the one it repeats; the cold ones of
     // those are the lines no block touched before.
-    const std::uint64_t shadow_misses = (y[2] - x[2]) + (y[3] - x[3]);
+    const std::uint64_t shadow_misses = (y.cold - x.cold) + (y.capacity - x.capacity);
     if (cold[k] > n * shadow_misses) throw std::logic_error("cache warp: more cold misses than shadow misses");
     t.cold += cold[k], t.capacity += n * shadow_misses - cold[k];
   }

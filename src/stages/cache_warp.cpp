@@ -183,6 +183,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
 
   std::int64_t now = lo;  // the timesteps before it are simulated
   WarpBlock first;
+  const std::size_t max_runs = WarpBlock::max_runs(model);  // memory follows the cache, not the block
   const auto run = [&](std::int64_t a, std::int64_t b, bool record) {
     if (a >= b) return;
     TraceOptions r = o;
@@ -205,7 +206,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     const std::int64_t block_time = w.block * w.period;
     model.snapshot(owners, before);
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
-      first.reset(w.delta);
+      first.reset(w.delta, max_runs);
       run(now, now + block_time, true);
       now += block_time;
       model.snapshot(owners, after);
@@ -213,7 +214,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       if (first.matches(before, after, left)) {
         model.fast_forward(before, after, first, left);
         std::uint64_t per_block = 0;
-        for (std::size_t k = 0; k < after.tallies.size(); ++k) per_block += after.tallies[k][0] - before.tallies[k][0];
+        for (std::size_t k = 0; k < after.tallies.size(); ++k)
+          per_block += after.tallies[k].accesses - before.tallies[k].accesses;
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;

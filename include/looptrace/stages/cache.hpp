@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -106,6 +107,12 @@ class LineOwners {
   std::vector<Range> ranges_;  // sorted by first
 };
 
+// One key's counters in a cache (CacheModel counts per key: a trace, or a tensor for
+// what no trace makes); misses are accesses - hits.
+struct CacheTally {
+  std::uint64_t accesses = 0, hits = 0, cold = 0, capacity = 0, write_throughs = 0;
+};
+
 // A cache's state and counts at one moment, to find and take a warp (Morelli and
 // Reineke, "Warping cache simulation of polyhedral programs", PLDI 2022): the lines by
 // set and recency, as the engine and its three-Cs shadow hold them.
@@ -115,31 +122,39 @@ struct CacheSnapshot {
   std::vector<std::uint32_t> owner;   // per entry of `lines`: the tensor
   std::vector<std::uint64_t> shadow;  // the shadow's lines, oldest first
   std::vector<std::uint32_t> shadow_owner;
-  std::vector<std::array<std::uint64_t, 5>> tallies;  // per key: accesses, hits, cold, capacity, write-throughs
-  std::vector<std::uint64_t> writebacks;              // per tensor
+  std::vector<CacheTally> tallies;    // per key
+  std::vector<std::uint64_t> writebacks;  // per tensor
 };
 
-// A line that a block of a warp touched first in the block, for the cold misses of the
-// blocks a warp skips: `key` is CacheModel::key_of its first access there.
-struct FirstLine {
-  std::uint64_t line;
+// Consecutive lines `first` .. `last` that a block of a warp touched first in the block
+// with one key (CacheModel::key_of of the first access of each) and tensor, for the
+// cold misses of the blocks a warp skips.
+struct FirstRun {
+  std::uint64_t last;
   std::uint32_t key, tensor;
 };
 
 class CacheModel;
 
-// The lines one block of a warp touched of the tensors that move (`delta` != 0): each
-// once, with its first access's counters, and per tensor the lowest and highest line.
-// Memory follows those distinct lines, up to kMaxLines (then overflow(): no warp).
+// The lines one block of a warp touched of the tensors that move (`delta` != 0), as
+// runs of consecutive lines, each line once with its first access's key, and per
+// tensor the lowest and highest line. Memory follows the runs, at most max_runs() of
+// them (then overflow(): no warp); max_runs() is tied to the cache's lines, not to the
+// block's.
 class WarpBlock {
  public:
-  static constexpr std::size_t kMaxLines = std::size_t(1) << 22;
+  using Runs = std::map<std::uint64_t, FirstRun>;  // by first line; disjoint
 
-  void reset(std::span<const std::int64_t> delta);
+  // The cap on the runs of a block for `model`: 32 x (its lines + its shadow's), at
+  // least 4096. (A 1 MiB cache of 64-byte lines and its shadow hold 2^15 lines; the
+  // prefill layers measured need up to 2^19 + 1 runs a block: single lines at a stride.)
+  static std::size_t max_runs(const CacheModel& model);
+
+  void reset(std::span<const std::int64_t> delta, std::size_t max_runs);
   void add(std::span<const LineAccess> batch, const CacheModel& model);
   bool overflow() const { return overflow_; }
   bool touched(std::uint64_t line) const;
-  std::span<const FirstLine> first() const { return first_; }
+  const Runs& runs() const { return runs_; }
   std::span<const std::int64_t> delta() const { return delta_; }
   // Whether the next `blocks` blocks, each this block shifted once more by delta[tensor]
   // lines (a multiple of the sets: lines keep their sets), repeat its outcomes. `later`
@@ -154,12 +169,14 @@ class WarpBlock {
   bool stays(std::uint64_t line, bool shadow) const;
 
  private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
-  bool insert(std::uint64_t line);
+  // Records first .. last (an access run of one key and tensor): the lines of it not
+  // yet recorded.
+  void insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   std::vector<std::int64_t> delta_;
-  std::vector<std::uint64_t> set_;
-  std::size_t size_ = 0;
-  std::vector<FirstLine> first_;
+  Runs runs_;
+  Runs::iterator hint_;  // the run of the last line recorded (when has_hint_)
+  bool has_hint_ = false;
+  std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
   bool overflow_ = false;

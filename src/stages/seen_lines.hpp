@@ -1,0 +1,62 @@
+// Which lines a cache's stream ever accessed (its cold misses). Internal (cache.cpp).
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace looptrace {
+
+// Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
+// reach them (memory follows the lines touched, not the trace).
+class SeenLines {
+ public:
+  // Whether `line` was seen before; marks it.
+  bool test_and_set(std::uint64_t line) {
+    std::uint64_t& word = page(line >> 16)[(line >> 6) & 1023];
+    const std::uint64_t bit = std::uint64_t(1) << (line & 63);
+    const bool seen = (word & bit) != 0;
+    word |= bit;
+    return seen;
+  }
+
+  // Marks the lines first .. last (first <= last); returns how many of them were not
+  // seen before. A word (64 lines) at a time.
+  std::uint64_t test_and_set_range(std::uint64_t first, std::uint64_t last) {
+    std::uint64_t fresh = 0;
+    for (std::uint64_t l = first;;) {
+      std::uint64_t* p = page(l >> 16);
+      const std::uint64_t end = std::min(last, l | 0xFFFF);  // in this page
+      for (;;) {
+        const std::uint64_t to = std::min(end, l | 63);       // in this word
+        const unsigned n = unsigned(to - l + 1), at = unsigned(l & 63);
+        const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << at;
+        std::uint64_t& word = p[(l >> 6) & 1023];
+        fresh += std::uint64_t(std::popcount(mask & ~word));
+        word |= mask;
+        if (to == end) break;
+        l = to + 1;
+      }
+      if (end == last) return fresh;
+      l = end + 1;
+    }
+  }
+
+ private:
+  std::uint64_t* page(std::uint64_t number) {
+    if (number != last_page_) {
+      auto& p = pages_[number];
+      if (p.empty()) p.assign(1024, 0);
+      last_ = p.data(), last_page_ = number;
+    }
+    return last_;
+  }
+
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
+  std::uint64_t last_page_ = ~std::uint64_t(0);
+  std::uint64_t* last_ = nullptr;
+};
+
+}  // namespace looptrace
