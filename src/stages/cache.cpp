@@ -790,16 +790,18 @@ class StampShadow {
     aside_.each([&](std::uint32_t i, std::uint64_t, std::uint32_t t) { set_aside(t, i); });
   }
   // The lines held, least recent first.
+  // Placed by time (the window is at most the ring), not sorted: warps take a snapshot
+  // every block they try.
   template <class Engine>
   void lines(const Engine& engine, std::vector<std::uint64_t>& out) const {
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> held;
+    by_time_.assign(now_ - tail_, kNoLine);
     engine.each_stamp([&](std::uint64_t line, std::uint32_t t) {
-      if (t >= tail_) held.emplace_back(t, line);
+      if (t >= tail_) by_time_[t - tail_] = line;
     });
-    aside_.each([&](std::uint32_t, std::uint64_t line, std::uint32_t t) { held.emplace_back(t, line); });
-    std::sort(held.begin(), held.end());
+    aside_.each([&](std::uint32_t, std::uint64_t line, std::uint32_t t) { by_time_[t - tail_] = line; });
     out.clear();
-    for (const auto& h : held) out.push_back(h.second);
+    for (std::uint64_t l : by_time_)
+      if (l != kNoLine) out.push_back(l);
   }
   // Holds exactly `lines` (distinct), least recent first.
   template <class Engine>
@@ -859,6 +861,7 @@ class StampShadow {
   std::vector<std::uint64_t> aside_bits_;  // per time: whether that line is aside
   std::vector<std::uint32_t> entry_;       // per time whose line is aside: its entry there
   std::vector<std::uint32_t> rank_;        // compact()'s: per word, the live times before it
+  mutable std::vector<std::uint64_t> by_time_;  // lines()'s
   std::uint64_t ring_mask_ = 0, tail_ = 1, now_ = 1;
   LineTimes aside_;
 };

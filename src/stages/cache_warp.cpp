@@ -199,6 +199,13 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
   // block before it: then the rest of its blocks are counted. False if none did.
+  // What a span came to: warped; not matched in kAttempts blocks (the spans inside it
+  // may); or not worth trying, as what the rest of its blocks could skip is less than
+  // what comparing states costs (kWorth times the lines of a snapshot, where that is
+  // more than kSmall; the spans inside it could skip less still): on DeepSeek-V3's
+  // decode layer the snapshots of a 1 MiB cache cost twice the simulation they saved.
+  enum class Warp { warped, unmatched, not_worth };
+  constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
   const auto warp = [&](const Span& sp) {
     run(now, sp.begin, false);
     now = sp.begin;
@@ -211,19 +218,21 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       now += block_time;
       model.snapshot(owners, after);
       const std::int64_t left = sp.blocks - b - 1;
+      std::uint64_t per_block = 0;
+      for (std::size_t k = 0; k < after.tallies.size(); ++k)
+        per_block += after.tallies[k].accesses - before.tallies[k].accesses;
       if (first.matches(before, after, left)) {
         model.fast_forward(before, after, first, left);
-        std::uint64_t per_block = 0;
-        for (std::size_t k = 0; k < after.tallies.size(); ++k)
-          per_block += after.tallies[k].accesses - before.tallies[k].accesses;
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;
-        return true;
+        return Warp::warped;
       }
+      const std::uint64_t compare = kWorth * (after.lines.size() + after.shadow.size());
+      if (std::uint64_t(left) * per_block < compare && compare > kSmall) return Warp::not_worth;
       std::swap(before, after);
     }
-    return false;
+    return Warp::unmatched;
   };
   // Simulates [now, end), warping the outermost spans inside it; where one does not
   // warp, the spans inside it from where it stopped.
@@ -235,7 +244,11 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         continue;
       }
       const Span& sp = *it;
-      if (!warp(sp)) self(sp.end, self);
+      switch (warp(sp)) {
+        case Warp::warped: break;
+        case Warp::unmatched: self(sp.end, self); break;
+        case Warp::not_worth: run(now, sp.end, false), now = sp.end; break;
+      }
       it = std::lower_bound(spans.begin(), spans.end(), now, by_begin);
     }
     run(now, end, false);
