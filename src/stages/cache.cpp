@@ -527,16 +527,27 @@ class LruShadow {
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
   // `absent`: the caller knows it is not (a line never seen): no search, and it waits
   // in the ring.
-  bool access(std::uint64_t line, bool allocate, bool absent = false) {
-    if (absent) {
-      if (!allocate) return false;
+  // Inlined where the line is absent (a stream's cold misses: most of a decode layer's
+  // accesses), the search out of line.
+  [[gnu::always_inline]] bool access(std::uint64_t line, bool allocate, bool absent = false) {
+    if (!absent) return search(line, allocate);
+    if (!allocate) return false;
+    if (used_ < n_) {
+      ++used_;
+    } else if (const std::uint64_t t = tail_ & ring_mask_; ring_[t] == kPending) {
+      --filter_[bucket(pending_[t])];  // the least recent line is pending: it only leaves the ring
+      ring_[t] = kDead;
+      ++tail_;
+    } else {
       make_room();
-      ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
-      ++filter_[bucket(line)];
-      ++now_;
-      if (now_ - tail_ > ring_mask_) compact();
-      return false;
     }
+    ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
+    ++filter_[bucket(line)];
+    ++now_;
+    if (now_ - tail_ > ring_mask_) compact();
+    return false;
+  }
+  bool search(std::uint64_t line, bool allocate) {
     if (filter_[bucket(line)] != 0) flush();  // it may be pending
     std::size_t i = home(line);
     while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
