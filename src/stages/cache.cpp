@@ -28,46 +28,76 @@ struct Victim {
   std::uint32_t stamp = 0;  // SignatureSets: the line's last use (StampShadow)
 };
 
-// line -> slot, open addressing with backward-shift deletion; sized once (the lines of
-// a cache), so it never grows.
-class LineIndex {
+// line -> value, open addressing with backward-shift deletion; sized once (for at most
+// `entries` lines at a time: a cache's lines), so it never grows. A line and its value
+// share an entry: a probe is one miss of the CPU's caches, not two. The hash of Ordered
+// (value: its slot), of LruShadow (the last use) and of StampShadow's lines aside.
+template <class Value>
+class LineMap {
  public:
+  static constexpr std::uint32_t npos = ~std::uint32_t(0);
   void init(std::size_t entries) {
     const std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * entries));
-    keys_.assign(cap, kNoLine);
-    slots_.assign(cap, 0);
-    mask_ = cap - 1;
-    shift_ = unsigned(64 - std::countr_zero(cap));
+    e_.assign(cap, Entry{});
+    mask_ = cap - 1, shift_ = unsigned(64 - std::countr_zero(cap));
   }
-  std::int64_t find(std::uint64_t line) const {
+  // Its entry, or npos.
+  std::uint32_t find(std::uint64_t line) const {
     for (std::size_t i = home(line);; i = (i + 1) & mask_) {
-      if (keys_[i] == line) return slots_[i];
-      if (keys_[i] == kNoLine) return -1;
+      if (e_[i].line == line) return std::uint32_t(i);
+      if (e_[i].line == kNoLine) return npos;
     }
   }
-  void insert(std::uint64_t line, std::uint32_t slot) {
+  // Where a later find() of `line` starts, or entry i, into the CPU's cache.
+  void prefetch(std::uint64_t line) const { __builtin_prefetch(&e_[home(line)]); }
+  void prefetch_at(std::uint64_t i) const { __builtin_prefetch(&e_[i]); }
+  std::uint64_t line(std::uint32_t i) const { return e_[i].line; }
+  Value& value(std::uint32_t i) { return e_[i].value; }
+  Value value(std::uint32_t i) const { return e_[i].value; }
+  // Where `line` (not present) went.
+  std::uint32_t insert(std::uint64_t line, Value value) {
     std::size_t i = home(line);
-    while (keys_[i] != kNoLine) i = (i + 1) & mask_;
-    keys_[i] = line, slots_[i] = slot;
+    while (e_[i].line != kNoLine) i = (i + 1) & mask_;
+    e_[i].line = line, e_[i].value = value;
+    return std::uint32_t(i);
   }
-  void erase(std::uint64_t line) {
-    std::size_t i = home(line);
-    while (keys_[i] != line) i = (i + 1) & mask_;
-    keys_[i] = kNoLine;
-    // Pull back every later entry of the run whose home is not between the hole and it.
-    for (std::size_t j = (i + 1) & mask_; keys_[j] != kNoLine; j = (j + 1) & mask_) {
-      const std::size_t h = home(keys_[j]);
+  // Empties entry i, pulling back every later entry of the run whose home is not
+  // between the hole and it: moved(its value, its new entry) for each.
+  template <class Moved>
+  void erase_at(std::uint32_t at, Moved moved) {
+    std::size_t i = at;
+    e_[i].line = kNoLine;
+    for (std::size_t j = (i + 1) & mask_; e_[j].line != kNoLine; j = (j + 1) & mask_) {
+      const std::size_t h = home(e_[j].line);
       const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
       if (stays) continue;
-      keys_[i] = keys_[j], slots_[i] = slots_[j], keys_[j] = kNoLine;
+      e_[i] = e_[j], e_[j].line = kNoLine;
+      moved(e_[i].value, std::uint32_t(i));
       i = j;
     }
   }
+  void erase_at(std::uint32_t at) {
+    erase_at(at, [](Value, std::uint32_t) {});
+  }
+  // fn(entry, line, value) for every line held (value by reference where not const).
+  template <class Fn>
+  void each(Fn fn) {
+    for (std::size_t i = 0; i < e_.size(); ++i)
+      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, e_[i].value);
+  }
+  template <class Fn>
+  void each(Fn fn) const {
+    for (std::size_t i = 0; i < e_.size(); ++i)
+      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, Value(e_[i].value));
+  }
 
  private:
+  struct Entry {
+    std::uint64_t line = kNoLine;
+    Value value{};
+  };
   std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
-  std::vector<std::uint64_t> keys_;
-  std::vector<std::uint32_t> slots_;
+  std::vector<Entry> e_;
   std::size_t mask_ = 0;
   unsigned shift_ = 60;
 };
@@ -82,7 +112,10 @@ class Ordered {
     line_.assign(lines, kNoLine), dirty_.assign(lines, 0), owner_.assign(lines, 0);
     prev_.assign(lines, -1), next_.assign(lines, -1);
   }
-  std::int64_t lookup(std::uint64_t line) const { return index_.find(line); }
+  std::int64_t lookup(std::uint64_t line) const {
+    const std::uint32_t i = index_.find(line);
+    return i == LineMap<std::uint32_t>::npos ? -1 : std::int64_t(index_.value(i));
+  }
   void hit(std::int64_t slot) {
     if (promote_) to_front(std::int32_t(slot));
   }
@@ -94,7 +127,7 @@ class Ordered {
     } else {
       s = tail_;
       v = {true, dirty_[std::size_t(s)] != 0, line_[std::size_t(s)], owner_[std::size_t(s)]};
-      index_.erase(line_[std::size_t(s)]);
+      index_.erase_at(index_.find(line_[std::size_t(s)]));
       unlink(s);
     }
     line_[std::size_t(s)] = line, dirty_[std::size_t(s)] = dirty, owner_[std::size_t(s)] = tensor;
@@ -145,7 +178,7 @@ class Ordered {
 
   std::size_t n_ = 0, used_ = 0;
   bool promote_ = true;
-  LineIndex index_;
+  LineMap<std::uint32_t> index_;  // line -> its slot
   std::vector<std::uint64_t> line_;
   std::vector<std::uint8_t> dirty_;
   std::vector<std::uint32_t> owner_;
@@ -505,10 +538,7 @@ class LruShadow {
  public:
   void init(std::size_t lines) {
     n_ = lines;
-    const std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * lines));
-    slots_.assign(cap, Slot{kNoLine, 0});
-    mask_ = cap - 1;
-    shift_ = unsigned(64 - std::countr_zero(cap));
+    slots_.init(lines);
     ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
     pending_.assign(ring_.size(), kNoLine);
     ring_mask_ = ring_.size() - 1;
@@ -520,9 +550,9 @@ class LruShadow {
   // time `ahead` places after the tail, if none died since): the index is larger than
   // the CPU's first caches and a probe of a hash is a miss of them.
   void prefetch(std::uint64_t line, std::size_t ahead) const {
-    __builtin_prefetch(&slots_[home(line)]);
+    slots_.prefetch(line);
     if (used_ == n_)
-      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s < kPending) __builtin_prefetch(&slots_[s]);
+      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s < kPending) slots_.prefetch_at(s);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
   // `absent`: the caller knows it is not (a line never seen): no search, and it waits
@@ -549,12 +579,10 @@ class LruShadow {
   }
   bool search(std::uint64_t line, bool allocate) {
     if (filter_[bucket(line)] != 0) flush();  // it may be pending
-    std::size_t i = home(line);
-    while (slots_[i].line != line && slots_[i].line != kNoLine) i = (i + 1) & mask_;
-    if (slots_[i].line == line) {
-      ring_[slots_[i].time & ring_mask_] = kDead;
+    if (const std::uint32_t i = slots_.find(line); i != LineMap<std::uint64_t>::npos) {
+      ring_[slots_.value(i) & ring_mask_] = kDead;
       ring_[now_ & ring_mask_] = i;
-      slots_[i].time = now_++;
+      slots_.value(i) = now_++;
       if (now_ - tail_ > ring_mask_) compact();
       return true;
     }
@@ -570,7 +598,7 @@ class LruShadow {
     for (std::uint64_t t = tail_; t < now_; ++t) {
       const std::uint64_t cell = ring_[t & ring_mask_];
       if (cell == kPending) out.push_back(pending_[t & ring_mask_]);
-      else if (cell != kDead) out.push_back(slots_[cell].line);
+      else if (cell != kDead) out.push_back(slots_.line(std::uint32_t(cell)));
     }
   }
   // Holds exactly `lines` (distinct), least recent first.
@@ -582,17 +610,9 @@ class LruShadow {
  private:
   static constexpr std::uint64_t kDead = ~std::uint64_t(0);  // a ring cell whose time is no line's last use
   static constexpr std::uint64_t kPending = kDead - 1;       // ... whose line is in pending_
-  struct Slot {
-    std::uint64_t line;
-    std::uint64_t time;
-  };
-  std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
   // `line` (not resident) into the hash, last used at `time`.
   void insert(std::uint64_t line, std::uint64_t time) {
-    std::size_t i = home(line);  // the first free slot
-    while (slots_[i].line != kNoLine) i = (i + 1) & mask_;
-    slots_[i] = {line, time};
-    ring_[time & ring_mask_] = i;
+    ring_[time & ring_mask_] = slots_.insert(line, time);
   }
   // The pending lines still resident into the hash.
   void flush() {
@@ -614,21 +634,8 @@ class LruShadow {
     const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
     ring_[tail_ & ring_mask_] = kDead;
     if (victim == kPending) --filter_[bucket(pending_[tail_ & ring_mask_])];
-    else erase(std::size_t(victim));
+    else slots_.erase_at(std::uint32_t(victim), [&](std::uint64_t time, std::uint32_t i) { ring_[time & ring_mask_] = i; });
     ++tail_;
-  }
-  // Empties slot i, pulling back every later entry of the run whose home is not between
-  // the hole and it (and its ring cell with it).
-  void erase(std::size_t i) {
-    slots_[i].line = kNoLine;
-    for (std::size_t j = (i + 1) & mask_; slots_[j].line != kNoLine; j = (j + 1) & mask_) {
-      const std::size_t h = home(slots_[j].line);
-      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
-      if (stays) continue;
-      slots_[i] = slots_[j], slots_[j].line = kNoLine;
-      ring_[slots_[i].time & ring_mask_] = i;
-      i = j;
-    }
   }
   // The live times from the tail on, renumbered without gaps (their order kept).
   void compact() {
@@ -639,86 +646,19 @@ class LruShadow {
       if (slot == kDead) continue;
       ring_[t & ring_mask_] = kDead;
       ring_[k & ring_mask_] = slot;
-      slots_[slot].time = k++;
+      slots_.value(std::uint32_t(slot)) = k++;
     }
     now_ = flushed_ = k;
   }
 
   std::size_t n_ = 0, used_ = 0;
-  std::vector<Slot> slots_;
-  std::size_t mask_ = 0;
-  unsigned shift_ = 60;
+  LineMap<std::uint64_t> slots_;        // line -> its last use
   std::vector<std::uint64_t> ring_;     // per time (mod its size): the slot of the line last used then
   std::vector<std::uint64_t> pending_;  // per time whose cell is kPending: the line (not in the hash)
   std::vector<std::uint32_t> filter_;   // per bucket of lines: how many are pending (none: no flush)
   unsigned filter_shift_ = 58;
   std::size_t ring_mask_ = 0;
   std::uint64_t now_ = 0, tail_ = 0, flushed_ = 0;
-};
-
-// line -> time, open addressing with backward-shift deletion, for StampShadow's lines
-// that no way holds; sized once (at most N such lines), so it never grows. A line and
-// its time share an entry: a probe is one miss of the CPU's caches, not two.
-class LineTimes {
- public:
-  static constexpr std::uint32_t npos = ~std::uint32_t(0);
-  void init(std::size_t entries) {
-    const std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * entries));
-    e_.assign(cap, Entry{});
-    mask_ = cap - 1, shift_ = unsigned(64 - std::countr_zero(cap));
-  }
-  std::uint32_t find(std::uint64_t line) const {
-    for (std::size_t i = home(line);; i = (i + 1) & mask_) {
-      if (e_[i].line == line) return std::uint32_t(i);
-      if (e_[i].line == kNoLine) return npos;
-    }
-  }
-  // Its first place, for a later find() to find in the CPU's cache.
-  void prefetch(std::uint64_t line) const { __builtin_prefetch(&e_[home(line)]); }
-  std::uint32_t& time(std::uint32_t i) { return e_[i].time; }
-  // Where `line` (not present) went.
-  std::uint32_t insert(std::uint64_t line, std::uint32_t time) {
-    std::size_t i = home(line);
-    while (e_[i].line != kNoLine) i = (i + 1) & mask_;
-    e_[i].line = line, e_[i].time = time;
-    return std::uint32_t(i);
-  }
-  // Empties entry i, pulling back every later entry of the run whose home is not
-  // between the hole and it: moved(its time, its new index) for each.
-  template <class Moved>
-  void erase_at(std::uint32_t at, Moved moved) {
-    std::size_t i = at;
-    e_[i].line = kNoLine;
-    for (std::size_t j = (i + 1) & mask_; e_[j].line != kNoLine; j = (j + 1) & mask_) {
-      const std::size_t h = home(e_[j].line);
-      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
-      if (stays) continue;
-      e_[i] = e_[j], e_[j].line = kNoLine;
-      moved(e_[i].time, std::uint32_t(i));
-      i = j;
-    }
-  }
-  // fn(index, line, time&) for every entry.
-  template <class Fn>
-  void each(Fn fn) {
-    for (std::size_t i = 0; i < e_.size(); ++i)
-      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, e_[i].time);
-  }
-  template <class Fn>
-  void each(Fn fn) const {
-    for (std::size_t i = 0; i < e_.size(); ++i)
-      if (e_[i].line != kNoLine) fn(std::uint32_t(i), e_[i].line, std::uint32_t(e_[i].time));
-  }
-
- private:
-  struct Entry {
-    std::uint64_t line = kNoLine;
-    std::uint32_t time = 0;
-  };
-  std::size_t home(std::uint64_t line) const { return std::size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
-  std::vector<Entry> e_;
-  std::size_t mask_ = 0;
-  unsigned shift_ = 60;
 };
 
 // The three Cs' shadow (a fully associative LRU cache of N lines, hit or miss) for the
@@ -760,12 +700,12 @@ class StampShadow {
   // the way the engine fills (if `allocate`).
   [[gnu::always_inline]] bool miss(std::uint64_t line, bool cold, bool allocate, std::uint32_t& stamp) {
     if (!cold)
-      if (const std::uint32_t i = aside_.find(line); i != LineTimes::npos) {
-        const std::uint32_t was = aside_.time(i);
+      if (const std::uint32_t i = aside_.find(line); i != LineMap<std::uint32_t>::npos) {
+        const std::uint32_t was = aside_.value(i);
         flip(live_, was), flip(aside_bits_, was);
         stamp = next();
         if (allocate) aside_.erase_at(i, moved());
-        else aside_.time(i) = stamp, set_aside(stamp, i);
+        else aside_.value(i) = stamp, set_aside(stamp, i);
         return true;
       }
     if (allocate) admit(), stamp = next();
@@ -839,7 +779,7 @@ class StampShadow {
     return std::uint32_t(t);
   }
   void set_aside(std::uint64_t t, std::uint32_t i) { flip(aside_bits_, t), entry_[t & ring_mask_] = i; }
-  // For LineTimes::erase_at: an entry moved to index i.
+  // For LineMap::erase_at: an entry moved to index i.
   struct Moved {
     StampShadow* s;
     void operator()(std::uint32_t t, std::uint32_t i) const { s->entry_[t & s->ring_mask_] = i; }
@@ -874,7 +814,7 @@ class StampShadow {
   std::vector<std::uint32_t> rank_;        // compact()'s: per word, the live times before it
   mutable std::vector<std::uint64_t> by_time_;  // lines()'s
   std::uint64_t ring_mask_ = 0, tail_ = 1, now_ = 1;
-  LineTimes aside_;
+  LineMap<std::uint32_t> aside_;  // line -> its last use
 };
 
 }  // namespace
