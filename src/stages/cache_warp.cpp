@@ -198,12 +198,12 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   CacheSnapshot before, after;
   constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
-  // block before it: then the rest of its blocks are counted. False if none did.
-  // What a span came to: warped; not matched in kAttempts blocks (the spans inside it
-  // may); or not worth trying, as what the rest of its blocks could skip is less than
-  // what comparing states costs (kWorth times the lines of a snapshot, where that is
-  // more than kSmall; the spans inside it could skip less still): on DeepSeek-V3's
-  // decode layer the snapshots of a 1 MiB cache cost twice the simulation they saved.
+  // block before it: then the rest of its blocks are counted. What the span came to:
+  // warped; not matched in kAttempts blocks (the spans inside it may); or not worth
+  // trying, as what the rest of its blocks could skip is less than what comparing
+  // states costs (kWorth times the lines of a snapshot, where that is more than kSmall;
+  // the spans inside it could skip less still): on DeepSeek-V3's decode layer the
+  // snapshots of a 1 MiB cache cost twice the simulation they saved.
   enum class Warp { warped, unmatched, not_worth };
   constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
   const auto warp = [&](const Span& sp) {
