@@ -15,6 +15,7 @@
 #include "looptrace/stages/reuse_distances.hpp"
 #include "looptrace/stages/trace_pipeline.hpp"
 #include "looptrace/stages/transfers.hpp"
+#include "stages/cache_warp.hpp"
 #include "stages/seen_lines.hpp"
 
 using namespace looptrace;
@@ -588,6 +589,122 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
     }
   }
   CHECK(warps > 10);  // the test must exercise warps, not only plain simulation
+}
+
+// The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory
+// has requests at each iteration of the loops (fills of A, W and Z's tiles, drains of Z
+// and Y), and a partial last tile of m.
+const std::string kWarpBufferedMapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [A, W, Z, Y]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 4}
+      - !Storage {component: GlobalBuffer, tensors: [A, Z]}
+      - !Temporal {rank_variable: n, tile_shape: 4}
+      - !Storage {component: LocalBuffer, tensors: [W]}
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: k, tile_shape: 1}
+      - !Compute {einsum: Z, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Storage {component: GlobalBuffer, tensors: [Z, Y]}
+      - !Compute {einsum: Y, component: MAC}
+)";
+
+CacheConfig random_warp_cache(std::mt19937_64& rng) {
+  CacheConfig c;
+  c.line_bytes = std::uint64_t(1) << (2 + rng() % 3);  // 4 .. 16 bytes
+  const std::uint64_t ways = std::uint64_t(1) << (rng() % 4), sets = std::uint64_t(1) << (rng() % 4);
+  c.ways = rng() % 5 == 0 ? 0 : ways;
+  c.size = c.line_bytes * ways * (c.ways == 0 ? 1 : sets);
+  c.policy = rng() % 2 ? CachePolicy::lru : CachePolicy::fifo;
+  c.write_back = rng() % 4 != 0;
+  c.write_allocate = rng() % 4 != 0;
+  return c;
+}
+
+TEST_CASE("cache warp over the transfers: the counts of plain simulation, over random cache shapes") {
+  // The requests cannot be cut at a timestep: the stream is read once and each block a
+  // warp counts was checked, access by access, to repeat the recorded one.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpBufferedMapping);
+  std::mt19937_64 rng(28);
+  std::uint64_t warps = 0;
+  for (int round = 0; round < 120; ++round) {
+    const CacheConfig c = random_warp_cache(rng);
+    TraceOptions o;
+    if (round % 3 == 1) o.from = std::int64_t(rng() % 20), o.to = std::int64_t(100 + rng() % 400);
+    CacheRunOptions plain, warped;
+    plain.caches = warped.caches = {c};
+    plain.source = warped.source = "transfers:MainMemory";
+    plain.warp = false;
+    const CacheRun a = simulate_caches(s, o, plain), b = simulate_caches(s, o, warped);
+    CAPTURE(round);
+    CAPTURE(c.size);
+    CAPTURE(c.ways);
+    CAPTURE(c.line_bytes);
+    CHECK(!a.warp);
+    check_same(a.caches[0].total, b.caches[0].total);
+    for (std::size_t t = 0; t < a.caches[0].tensors.size(); ++t) check_same(a.caches[0].tensors[t], b.caches[0].tensors[t]);
+    if (b.warp) {
+      CHECK(b.warp->simulated + b.warp->skipped == b.caches[0].total.accesses);
+      warps += b.warp->warps;
+    }
+  }
+  CHECK(warps > 10);
+}
+
+TEST_CASE("cache warp over a stream: a block that does not repeat the recorded one is simulated from there") {
+  // The requests of the buffered mapping with one access changed late in the stream (a
+  // line moved, a read made a write or the reverse, or the access dropped): the blocks checked before it are counted, the
+  // changed block is simulated from its start, and every count is the plain model's on
+  // the same stream.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpBufferedMapping);
+  TransferOptions t;
+  t.level = "MainMemory";
+  t.line_bytes = 8;
+  auto requests = transfer_pipeline(s, TraceOptions{}, t);
+  const AddressMap map = requests.addresses();
+  auto lines = std::move(requests) | cache_lines(8);
+  std::vector<LineAccess> stream;
+  for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) stream.insert(stream.end(), b.begin(), b.end());
+  REQUIRE(stream.size() > 100);
+  std::mt19937_64 rng(5);
+  std::uint64_t gave_up = 0;
+  for (int round = 0; round < 300; ++round) {
+    CacheConfig c = random_warp_cache(rng);
+    if (c.line_bytes != 8) c.size = c.size / c.line_bytes * 8, c.line_bytes = 8;
+    std::vector<LineAccess> doctored = stream;
+    const std::size_t at = doctored.size() / 3 + rng() % (2 * doctored.size() / 3);
+    if (round % 3 == 0) doctored.erase(doctored.begin() + std::ptrdiff_t(at));
+    else if (round % 3 == 1) doctored[at].line += 1 + rng() % 3;
+    else doctored[at].write = !doctored[at].write;
+    CacheModel plain(c, s.tensors.size(), s.traces.size()), warped(c, s.tensors.size(), s.traces.size());
+    for (std::size_t i = 0; i < doctored.size(); i += 7)  // batches of 7
+      plain.count(std::span<const LineAccess>(doctored).subspan(i, std::min<std::size_t>(7, doctored.size() - i)));
+    plain.finish();
+    std::size_t next = 0;
+    WarpStats stats;
+    const bool ran = warp_stream(s, TraceOptions{}, map, 8, [&] {
+      const std::size_t n = std::min<std::size_t>(7, doctored.size() - next);
+      next += n;
+      return std::span<const LineAccess>(doctored).subspan(next - n, n);
+    }, warped, stats);
+    if (!ran) continue;
+    CAPTURE(round);
+    CAPTURE(c.size);
+    CAPTURE(c.ways);
+    const CacheReport x = plain.report(), y = warped.report();
+    check_same(x.total, y.total);
+    for (std::size_t k = 0; k < x.tensors.size(); ++k) check_same(x.tensors[k], y.tensors[k]);
+    CHECK(stats.simulated + stats.skipped == x.total.accesses);
+    gave_up += stats.abandoned;
+  }
+  CHECK(gave_up > 20);
 }
 
 TEST_CASE("seen lines: a range marks its lines and counts those not seen before") {

@@ -129,7 +129,18 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   run.transfers_empty_level = children_of(s, t.level, o.tensors).empty();
   auto requests = transfer_pipeline(s, o, t);
   run.tensors = traced_tensors(s, requests.context());
-  pull(std::move(requests) | cache_lines(line), options, run, each);
+  const AddressMap map = requests.addresses();
+  auto lines = std::move(requests) | cache_lines(line);
+  if (options.warp && !each && options.caches.size() == 1 && !options.curve) {
+    CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
+    WarpStats stats;
+    if (warp_stream(s, o, map, line, [&] { return lines.next_batch(); }, model, stats)) {
+      run.caches = {model.report()};
+      run.warp = stats;
+      return run;
+    }
+  }
+  pull(std::move(lines), options, run, each);
   return run;
 }
 

@@ -4,6 +4,7 @@
 #include <bit>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "compile/tiling.hpp"
 #include "looptrace/stages/cache_lines.hpp"
@@ -87,19 +88,33 @@ std::optional<WarpLoop> translating_loop(const Schedule& s, std::uint32_t id, co
   return w;
 }
 
-}  // namespace
+// The spans a cache over `map`'s lines may warp, in time order (a span before the spans
+// inside it), and what it needs to compare and shift states; nothing when it cannot
+// warp anywhere.
+struct WarpPlan {
+  struct Span {
+    std::int64_t begin, end;  // the iterations' times [begin, end)
+    std::int64_t blocks;      // of loop.block iterations each
+    const WarpLoop* loop;
+    std::int64_t block_time() const { return loop->block * loop->period; }
+  };
+  LineOwners owners;
+  std::vector<WarpLoop> loops;  // the spans point into it
+  std::vector<Span> spans;
+  std::int64_t lo = 0, hi = 0;  // the selection, as one window
+};
 
-bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
-                CacheModel& model, WarpStats& stats) {
-  if (o.shard || o.sample_timesteps || !model.can_warp()) return false;
+std::optional<WarpPlan> plan_warps(const Schedule& s, const TraceOptions& o, const AddressMap& map,
+                                   std::uint64_t line_bytes, const CacheModel& model) {
+  if (o.shard || o.sample_timesteps || !model.can_warp()) return std::nullopt;
+  WarpPlan plan;
   // Row-major tensors on whole lines: a shift of elements is a shift of lines, and each
   // line has one owner.
-  LineOwners owners;
   for (std::size_t t = 0; t < map.layouts.size(); ++t) {
     const TensorLayout& l = map.layouts[t];
     if (l.span() == 0) continue;
-    if (!l.identity() || l.base % line_bytes != 0) return false;
-    owners.add(std::uint32_t(t), l.base / line_bytes, (l.end() - 1) / line_bytes);
+    if (!l.identity() || l.base % line_bytes != 0) return std::nullopt;
+    plan.owners.add(std::uint32_t(t), l.base / line_bytes, (l.end() - 1) / line_bytes);
   }
   const std::uint64_t sets = model.sets();
 
@@ -112,23 +127,18 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       if (tried.try_emplace(id, true).second)
         if (auto w = translating_loop(s, id, map, line_bytes, sets)) found.emplace_back(w->level, std::move(*w));
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<WarpLoop> loops;
-  for (auto& f : found) loops.push_back(std::move(f.second));
-  if (loops.empty()) return false;
+  for (auto& f : found) plan.loops.push_back(std::move(f.second));
+  if (plan.loops.empty()) return std::nullopt;
 
-  // The selection, as one window.
-  std::int64_t lo = std::max<std::int64_t>(0, o.from.value_or(0)), hi = s.n_timesteps;
+  std::int64_t& lo = plan.lo;
+  std::int64_t& hi = plan.hi;
+  lo = std::max<std::int64_t>(0, o.from.value_or(0)), hi = s.n_timesteps;
   if (o.to) hi = std::min(hi, *o.to);
   if (o.max_timesteps) hi = std::min(hi, *o.max_timesteps);
 
   // Each loop's instances (one per iteration of the loops above it) as spans of whole
   // strides, in time order.
-  struct Span {
-    std::int64_t begin, end;  // the iterations' times [begin, end)
-    std::int64_t blocks;      // of loop.block iterations each
-    const WarpLoop* loop;
-  };
-  std::vector<Span> spans;
+  std::vector<WarpPlan::Span>& spans = plan.spans;
   // Memory follows the spans: at most 2^16 instances of a loop, 2^18 in all.
   constexpr std::size_t kMaxSpans = std::size_t(1) << 16, kMaxAllSpans = std::size_t(1) << 18;
   std::vector<TimeOdometer> odometers;
@@ -143,7 +153,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     }
     return true;
   };
-  for (const WarpLoop& w : loops) {
+  for (const WarpLoop& w : plan.loops) {
     const LeafSchedule& leaf = s.leaves[w.leaves.front()];
     std::vector<std::int64_t> digit(w.level, 0);
     std::int64_t instances = 1;
@@ -177,11 +187,58 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     }
   }
   // In time order, a span before the spans inside it.
-  std::sort(spans.begin(), spans.end(),
-            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end > b.end; });
-  if (spans.empty()) return false;
+  std::sort(spans.begin(), spans.end(), [](const WarpPlan::Span& a, const WarpPlan::Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+  });
+  if (spans.empty()) return std::nullopt;
+  return plan;
+}
 
-  std::int64_t now = lo;  // the timesteps before it are simulated
+// Whether a warp can pay: what the rest of a span's blocks could skip against what
+// comparing states costs (kWorth times the lines of a snapshot, where that is more than
+// kSmall; the spans inside it could skip less still). On DeepSeek-V3's decode layer the
+// snapshots of a 1 MiB cache cost twice the simulation they saved. Per loop it keeps the
+// line accesses of the last block of it simulated: a span of a loop whose blocks are
+// known to be too small is not tried at all (that layer has 128 spans of 7 blocks of
+// 512 line accesses, each of which took two snapshots of a 1 MiB cache and its shadow).
+class WarpWorth {
+ public:
+  explicit WarpWorth(const CacheConfig& c) : compare_(kWorth * c.lines() * (c.three_cs ? 2 : 1)) {}
+  bool pays(std::int64_t blocks, std::uint64_t per_block) const {
+    return std::uint64_t(blocks) * per_block >= compare_ || compare_ <= kSmall;
+  }
+  // Whether a span of `blocks` blocks of `loop` may pay, from its last block seen.
+  bool may_pay(const WarpLoop* loop, std::int64_t blocks) const {
+    const auto k = seen_.find(loop);
+    return k == seen_.end() || pays(blocks, k->second);
+  }
+  void saw(const WarpLoop* loop, std::uint64_t per_block) { seen_[loop] = per_block; }
+
+ private:
+  static constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
+  std::uint64_t compare_;
+  std::map<const WarpLoop*, std::uint64_t> seen_;
+};
+
+std::uint64_t accesses_between(const CacheSnapshot& before, const CacheSnapshot& after) {
+  std::uint64_t n = 0;
+  for (std::size_t k = 0; k < after.tallies.size(); ++k) n += after.tallies[k].accesses - before.tallies[k].accesses;
+  return n;
+}
+
+constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
+
+}  // namespace
+
+bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
+                CacheModel& model, WarpStats& stats) {
+  std::optional<WarpPlan> planned = plan_warps(s, o, map, line_bytes, model);
+  if (!planned) return false;
+  const WarpPlan& plan = *planned;
+  using Span = WarpPlan::Span;
+  const std::vector<Span>& spans = plan.spans;
+
+  std::int64_t now = plan.lo;  // the timesteps before it are simulated
   WarpBlock first;
   const std::size_t max_runs = WarpBlock::max_runs(model);  // memory follows the cache, not the block
   const auto run = [&](std::int64_t a, std::int64_t b, bool record) {
@@ -196,44 +253,27 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     }
   };
   CacheSnapshot before, after;
-  constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
+  WarpWorth worth(model.config());
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
   // block before it: then the rest of its blocks are counted. What the span came to:
   // warped; not matched in kAttempts blocks (the spans inside it may); or not worth
-  // trying, as what the rest of its blocks could skip is less than what comparing
-  // states costs (kWorth times the lines of a snapshot, where that is more than kSmall;
-  // the spans inside it could skip less still): on DeepSeek-V3's decode layer the
-  // snapshots of a 1 MiB cache cost twice the simulation they saved.
+  // trying (WarpWorth).
   enum class Warp { warped, unmatched, not_worth };
-  constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
-  const CacheConfig& config = model.config();
-  const std::uint64_t compare = kWorth * config.lines() * (config.three_cs ? 2 : 1);
-  const auto worth = [&](std::int64_t blocks, std::uint64_t per_block) {
-    return std::uint64_t(blocks) * per_block >= compare || compare <= kSmall;
-  };
-  // Per loop, the accesses of the last block of it simulated: a span of a loop whose
-  // blocks are known to be too small to pay for a snapshot is not tried (on DeepSeek-V3's
-  // decode layer, 128 spans of 7 blocks of 512 line accesses each took two snapshots of
-  // a 1 MiB cache and its shadow).
-  std::map<const WarpLoop*, std::uint64_t> seen_per_block;
   const auto warp = [&](const Span& sp) {
-    if (const auto k = seen_per_block.find(sp.loop); k != seen_per_block.end() && !worth(sp.blocks - 1, k->second))
-      return Warp::not_worth;
+    if (!worth.may_pay(sp.loop, sp.blocks - 1)) return Warp::not_worth;
     run(now, sp.begin, false);
     now = sp.begin;
     const WarpLoop& w = *sp.loop;
-    const std::int64_t block_time = w.block * w.period;
-    model.snapshot(owners, before);
+    const std::int64_t block_time = sp.block_time();
+    model.snapshot(plan.owners, before);
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
       first.reset(w.delta, max_runs);
       run(now, now + block_time, true);
       now += block_time;
-      model.snapshot(owners, after);
+      model.snapshot(plan.owners, after);
       const std::int64_t left = sp.blocks - b - 1;
-      std::uint64_t per_block = 0;
-      for (std::size_t k = 0; k < after.tallies.size(); ++k)
-        per_block += after.tallies[k].accesses - before.tallies[k].accesses;
-      seen_per_block[sp.loop] = per_block;
+      const std::uint64_t per_block = accesses_between(before, after);
+      worth.saw(sp.loop, per_block);
       if (first.matches(before, after, left)) {
         model.fast_forward(before, after, first, left);
         stats.skipped += std::uint64_t(left) * per_block;
@@ -241,7 +281,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         now += left * block_time;
         return Warp::warped;
       }
-      if (!worth(left, per_block)) return Warp::not_worth;
+      if (!worth.pays(left, per_block)) return Warp::not_worth;
       std::swap(before, after);
     }
     return Warp::unmatched;
@@ -266,9 +306,196 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     run(now, end, false);
     now = end;
   };
-  within(hi, within);
+  within(plan.hi, within);
   model.finish();
   return true;
 }
 
+namespace {
+
+// A recorded block's line accesses in order, as runs of consecutive lines of one trace,
+// tensor and direction: what a later block must repeat, shifted, to be counted as it.
+// At most `max_runs` runs (then it overflows: no warp), so memory follows the cache.
+class BlockAccesses {
+ public:
+  struct Run {
+    std::uint64_t line;  // the first
+    std::uint64_t length;
+    std::uint32_t trace, tensor;
+    bool write;
+  };
+  void reset(std::size_t max_runs) { runs_.clear(), max_runs_ = max_runs, overflow_ = false; }
+  void add(std::span<const LineAccess> batch) {
+    for (const LineAccess& a : batch) {
+      if (overflow_) return;
+      if (!runs_.empty()) {
+        Run& r = runs_.back();
+        if (a.line == r.line + r.length && a.trace == r.trace && a.tensor == r.tensor && a.write == r.write) {
+          ++r.length;
+          continue;
+        }
+      }
+      if (runs_.size() == max_runs_) {
+        overflow_ = true, runs_.clear();
+        return;
+      }
+      runs_.push_back({a.line, 1, a.trace, a.tensor, a.write});
+    }
+  }
+  bool overflow() const { return overflow_; }
+  const std::vector<Run>& runs() const { return runs_; }
+
+ private:
+  std::vector<Run> runs_;
+  std::size_t max_runs_ = 0;
+  bool overflow_ = false;
+};
+
+}  // namespace
+
+bool warp_stream(const Schedule& s, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
+                 const std::function<std::span<const LineAccess>()>& next, CacheModel& model, WarpStats& stats) {
+  std::optional<WarpPlan> planned = plan_warps(s, o, map, line_bytes, model);
+  if (!planned) return false;
+  const WarpPlan& plan = *planned;
+  using Span = WarpPlan::Span;
+  const std::vector<Span>& spans = plan.spans;
+  const std::size_t max_runs = WarpBlock::max_runs(model);
+  WarpWorth worth(model.config());
+  WarpBlock first;         // the recorded block's lines, for matches() and fast_forward()
+  BlockAccesses recorded;  // ... and its accesses in order, for checking the blocks after it
+  CacheSnapshot before, after;
+
+  // Where the stream is: plainly simulated; in a span, recording block `block` (ending at
+  // `block_end`); or checking that block `block` repeats the recorded one shifted
+  // `block - recorded_block` times (`checked` blocks so far did), `in_run` lines into
+  // run `run_at` of it. A span is tried only if it begins at or after `now`: every
+  // access before `now` was simulated, and none after it.
+  enum class Phase { plain, record, check } phase = Phase::plain;
+  auto it = spans.begin();  // the next span to try
+  const Span* sp = nullptr;
+  std::int64_t now = plan.lo, block = 0, block_end = 0, recorded_block = 0, checked = 0, left = 0;
+  std::uint64_t per_block = 0;
+  std::size_t run_at = 0;
+  std::uint64_t in_run = 0;
+  std::vector<LineAccess> replay;
+
+  const auto simulate = [&](std::span<const LineAccess> batch, bool record) {
+    if (batch.empty()) return;
+    if (record) first.add(batch, model), recorded.add(batch);
+    model.count(batch);
+    stats.simulated += batch.size();
+  };
+  // The blocks checked so far are counted and the state shifted past them.
+  const auto take_checked = [&] {
+    if (checked == 0) return;
+    model.fast_forward(before, after, first, checked);
+    stats.skipped += std::uint64_t(checked) * per_block;
+    ++stats.warps;
+  };
+  // The block being checked did not repeat the recorded one: the blocks before it are
+  // counted, what it repeated so far is simulated, and the stream goes on plainly from
+  // `resume` on.
+  const auto give_up = [&](std::int64_t resume) {
+    ++stats.abandoned;
+    take_checked();
+    const std::int64_t times = block - recorded_block;
+    const auto& runs = recorded.runs();
+    replay.clear();
+    for (std::size_t r = 0; r <= run_at && r < runs.size(); ++r) {
+      const std::uint64_t n = r < run_at ? runs[r].length : in_run;
+      const std::int64_t d = times * sp->loop->delta[runs[r].tensor];
+      for (std::uint64_t k = 0; k < n; ++k) {
+        replay.push_back({block_end - sp->block_time(), std::uint64_t(std::int64_t(runs[r].line + k) + d),
+                          runs[r].trace, runs[r].tensor, runs[r].write});
+        if (replay.size() == 4096) simulate(replay, false), replay.clear();
+      }
+    }
+    simulate(replay, false);
+    phase = Phase::plain, now = resume;
+  };
+  // Block `block` of sp is over: every access before block_end was seen.
+  const auto end_block = [&] {
+    if (phase == Phase::record) {
+      model.snapshot(plan.owners, after);
+      left = sp->blocks - block - 1;
+      per_block = accesses_between(before, after);
+      worth.saw(sp->loop, per_block);
+      if (!recorded.overflow() && first.matches(before, after, left)) {
+        phase = Phase::check, recorded_block = block, checked = 0, run_at = 0, in_run = 0;
+      } else if (!worth.pays(left, per_block)) {
+        phase = Phase::plain, now = sp->end;  // nor the spans inside it
+      } else if (left <= 1 || block + 1 >= kAttempts) {
+        phase = Phase::plain, now = block_end;  // the spans inside it from here
+      } else {
+        std::swap(before, after);
+        first.reset(sp->loop->delta, max_runs), recorded.reset(max_runs);
+      }
+    } else if (run_at != recorded.runs().size()) {  // checking: the block stopped short
+      give_up(block_end);
+    } else {
+      run_at = 0, in_run = 0;
+      if (++checked == left) take_checked(), phase = Phase::plain, now = sp->end;
+    }
+    ++block, block_end += sp->block_time();
+  };
+
+  for (auto batch = next(); !batch.empty(); batch = next()) {
+    const LineAccess* p = batch.data();
+    const LineAccess* const end = p + batch.size();
+    while (p != end) {
+      // The blocks that end before this access are over.
+      while (phase != Phase::plain && p->timestep >= block_end) end_block();
+      if (phase == Phase::plain) {
+        while (it != spans.end() && it->begin < now) ++it;
+        const std::int64_t begin = it != spans.end() ? it->begin : kEndOfTime;
+        const LineAccess* q = p;
+        while (q != end && q->timestep < begin) ++q;
+        simulate({p, q}, false);
+        if (q != p) now = std::max(now, q[-1].timestep + 1);
+        p = q;
+        if (p == end) break;
+        // This access is at or after the span's begin, and none before it is: it starts,
+        // unless it has no access or is known not to pay (then it is simulated plainly,
+        // as are the spans inside it).
+        sp = &*it++;
+        now = sp->begin;
+        if (p->timestep >= sp->end || !worth.may_pay(sp->loop, sp->blocks - 1)) {
+          now = sp->end;
+          continue;
+        }
+        model.snapshot(plan.owners, before);
+        first.reset(sp->loop->delta, max_runs), recorded.reset(max_runs);
+        phase = Phase::record, block = 0, block_end = sp->begin + sp->block_time();
+        continue;
+      }
+      if (phase == Phase::record) {
+        const LineAccess* q = p;
+        while (q != end && q->timestep < block_end) ++q;
+        simulate({p, q}, true);
+        p = q;
+        continue;
+      }
+      // Checking: this access must be the next recorded one, shifted.
+      const auto& runs = recorded.runs();
+      bool same = run_at < runs.size();
+      if (same) {
+        const BlockAccesses::Run& r = runs[run_at];
+        const std::int64_t d = (block - recorded_block) * sp->loop->delta[r.tensor];
+        same = p->tensor == r.tensor && p->trace == r.trace && p->write == r.write &&
+               p->line == std::uint64_t(std::int64_t(r.line + in_run) + d);
+      }
+      if (!same) {
+        give_up(p->timestep + 1);  // this access and the rest of its timestep are simulated
+        continue;
+      }
+      if (++in_run == runs[run_at].length) ++run_at, in_run = 0;
+      ++p;
+    }
+  }
+  // The stream is over: the block being recorded or checked ends here.
+  while (phase != Phase::plain) end_block();
+  model.finish();
+  return true;
+}
 }  // namespace looptrace

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 
 #include "looptrace/options.hpp"
 #include "looptrace/compile/schedule.hpp"
@@ -23,5 +25,15 @@ namespace looptrace {
 // loop whose iterations translate); the caller then simulates plainly.
 bool warp_trace(const Schedule& schedule, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
                 CacheModel& model, WarpStats& stats);
+
+// The same for a stream of line accesses that cannot be cut at a timestep (the requests
+// of `--source transfers:L`, where a window cut by --from is fetched again): it is read
+// once, in order (`next` gives its batches, empty at its end), and a block is counted
+// instead of simulated only once every access of it was seen to be the recorded
+// block's, shifted by the loop's step (each block is checked, not assumed, as its
+// states are compared); a block that differs is simulated from where it did. Returns
+// false, having read nothing, when it cannot warp anywhere.
+bool warp_stream(const Schedule& schedule, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
+                 const std::function<std::span<const LineAccess>()>& next, CacheModel& model, WarpStats& stats);
 
 }  // namespace looptrace

@@ -210,9 +210,36 @@ def test_warp():
         check(dict(got[False], warp=None) == plain, "copy rows --ways %s: the warp's report is the plain one" % ways)
 
 
+def test_transfers_warp():
+    # The copy with a GlobalBuffer holding a row of A and B under the loop: MainMemory
+    # sees, at each timestep t, the fill of A's row t and the drain of B's row t - 1 (B's
+    # last at t = 64), one line each. All 128 miss for the first time in a 4-line cache,
+    # and all 64 B lines are written back. Blocks of one timestep repeat the one before,
+    # shifted by a row: each is checked as it streams by and counted, not simulated.
+    spec = harness.write("copy_rows_buffered.yaml", COPY.replace(
+        "  - !Compute", "  - !Storage {component: GlobalBuffer, tensors: [A, B]}\n  - !Compute"))
+    for ways in ("full", "2"):
+        got = {}
+        for warp in ([], ["--no-warp"]):
+            r = run("cache", spec, "--size", "256", "--ways", ways, "--align", "4096",
+                    "--source", "transfers:MainMemory", *warp)
+            check(r.returncode == 0, "cache transfers --ways %s %s exits 0 (%s)" % (ways, warp, r.stderr.strip()))
+            got[bool(warp)] = json.loads(r.stdout) if r.returncode == 0 else None
+        if None in got.values():
+            continue
+        c = got[False]["caches"][0]
+        check(counts(c, "accesses", "hits", "misses", "cold", "writebacks") == (128, 0, 128, 128, 64),
+              "transfers of the buffered copy --ways %s: %s" % (ways, c))
+        w = got[False]["warp"]
+        check(w is not None and w["warps"] == 1 and w["skipped"] > 100 and w["simulated"] + w["skipped"] == 128,
+              "transfers of the buffered copy --ways %s warp once: %s" % (ways, w))
+        check(dict(got[False], warp=None) == dict(got[True], warp=None),
+              "transfers --ways %s: the warp's report is the plain one" % ways)
+
+
 def main():
-    return harness.main((test_warp, test_worked_example, test_transfers_source_and_hierarchy, test_curve, test_text, test_misses,
-                         test_selection, test_layout_moves_the_conflict, test_layout_transfers_source,
+    return harness.main((test_warp, test_transfers_warp, test_worked_example, test_transfers_source_and_hierarchy,
+                         test_curve, test_text, test_misses, test_selection, test_layout_moves_the_conflict, test_layout_transfers_source,
                          test_layout_errors, test_errors))
 
 
