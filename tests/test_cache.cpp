@@ -554,6 +554,62 @@ void check_same(const CacheCounts& a, const CacheCounts& b) {
 
 }  // namespace
 
+TEST_CASE("cache: streaks (lines at a stride) counted at once are the plain simulation's") {
+  // A set-associative LRU cache holds back the lines of a streak past its N-th and
+  // counts them at once (CacheModel::Impl::settle). Against the generic engine, which
+  // simulates every access: streams of streaks of every length around N, 2N and 3N,
+  // strides that share factors with the sets (1, 2, 3, sets, sets + 1, ...), reads and
+  // writes (dirty lines before the streak, written back as it evicts them), write-back
+  // or -through, allocating writes or not, the three Cs or not, cut into batches of
+  // random sizes (a streak goes on from batch to batch), with snapshots taken between
+  // batches (they settle a streak in the middle).
+  std::mt19937_64 rng(1028);
+  int streaks = 0;
+  for (int round = 0; round < 160; ++round) {
+    const std::uint64_t ways = std::uint64_t(1) << (rng() % 5), sets = std::uint64_t(1) << (rng() % 5);
+    CacheConfig c = shape(sets * ways, ways, 1);
+    c.write_back = rng() % 3 != 0, c.write_allocate = rng() % 3 != 0, c.three_cs = rng() % 4 != 0;
+    const std::uint64_t n = sets * ways;
+    std::vector<LineAccess> in;
+    while (in.size() < 4000) {
+      if (rng() % 3 == 0) {  // a few scattered accesses, some of lines a streak will take
+        for (int k = 0; k < 5; ++k)
+          in.push_back({0, rng() % (8 * n + 40), kNoTrace, std::uint32_t(rng() % 3), rng() % 2 == 0});
+        continue;
+      }
+      const std::uint64_t strides[] = {1, 2, 3, 4, sets, sets + 1, 2 * sets, 5};
+      const std::uint64_t stride = strides[rng() % 8];
+      const std::uint64_t lengths[] = {n - 1, n, n + 1, 2 * n, 3 * n - 1, 3 * n + 5, 5 * n + rng() % (2 * n)};
+      const std::uint64_t length = std::max<std::uint64_t>(1, lengths[rng() % 7]);
+      const std::uint64_t first = rng() % (6 * n + 20);
+      const std::uint32_t tensor = std::uint32_t(rng() % 3);
+      const bool write = rng() % 3 == 0;
+      if (rng() % 2 == 0)  // some of its first lines written just before: dirty hits
+        for (std::uint64_t k = 0; k < n; k += 1 + rng() % 3)
+          in.push_back({0, first + k * stride, kNoTrace, tensor, true});
+      for (std::uint64_t k = 0; k < length; ++k) in.push_back({0, first + k * stride, kNoTrace, tensor, write});
+      streaks += length > n;
+    }
+    CacheModel fast(c, 3, 0), plain(c, 3, 0, CacheEngine::generic);
+    const LineOwners owners;
+    CacheSnapshot snap;
+    for (std::size_t at = 0; at < in.size();) {
+      const std::size_t k = std::min<std::size_t>(in.size() - at, 1 + rng() % 700);
+      fast.count(std::span(in).subspan(at, k)), plain.count(std::span(in).subspan(at, k));
+      if (rng() % 4 == 0) fast.snapshot(owners, snap);
+      at += k;
+    }
+    fast.finish(), plain.finish();
+    CAPTURE(round);
+    CAPTURE(ways);
+    CAPTURE(sets);
+    const CacheReport a = fast.report(), b = plain.report();
+    check_same(a.total, b.total);
+    for (std::size_t t = 0; t < 3; ++t) check_same(a.tensors[t], b.tensors[t]);
+  }
+  CHECK(streaks > 500);
+}
+
 TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes") {
   // Warps are taken only after comparing states; whatever they skip, every figure must
   // be the one access-by-access simulation gives.

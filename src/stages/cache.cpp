@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -445,6 +446,22 @@ class SmallSets : public SignatureSets<AgeMeta> {
         const std::size_t k = set * ways_ + std::size_t(age);
         out.lines[k] = tag_[set * ways_ + w], out.dirty[k] = meta_[set].dirty[w], out.owner[k] = owner_[set * ways_ + w];
       }
+  }
+  // In the sets s with s % g == r (full ones), every line l becomes l + d (d a whole
+  // number of sets: it stays in its set, in its way, at its age), of `tensor`, dirty or
+  // clean: the sets a streak has gone through (CacheModel::Impl::settle). Returns how
+  // many of their lines were dirty before.
+  std::uint64_t advance(std::uint64_t g, std::uint64_t r, std::uint64_t d, bool dirty, std::uint32_t tensor,
+                        std::vector<std::uint64_t>& writebacks) {
+    std::uint64_t was = 0;
+    for (std::size_t set = r; set < sets_; set += g)
+      for (std::size_t w = 0; w < ways_; ++w) {
+        const std::size_t i = set * ways_ + w;
+        if (meta_[set].dirty[w]) ++writebacks[owner_[i]], ++was;
+        tag_[i] += d, owner_[i] = tensor;
+        meta_[set].sig[w] = signature(tag_[i]), meta_[set].dirty[w] = dirty;
+      }
+    return was;
   }
   // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
   template <class Shift>
@@ -924,6 +941,29 @@ struct CacheModel::Impl {
   // moves from one to the other (O(N log N)) when that changes.
   bool on_stamps = false;
   std::uint64_t recent_hits = 0, recent_accesses = 0;  // decayed by 1/8 a batch
+  // A streak: lines at a fixed stride (first, first + stride, ...) of one trace, tensor
+  // and direction, one after the other in the stream (a tensor streamed through a
+  // memory-side cache; DeepSeek-V3's requests take one line in four). In an LRU cache
+  // of S sets of W ways that allocates them, the streak's lines fall in the S / g sets
+  // s = first (mod g), g = gcd(stride, S), and once N = S x W of them were simulated
+  // each of those sets holds exactly W of them, as the three Cs' shadow holds the last
+  // N: every later line of the streak misses both, evicting the line of the streak N /
+  // g before it, and the other sets are not touched. So count() holds its later lines
+  // back (`held`), and settle() counts a whole number of S / g of them (so that each
+  // line keeps its set) at once, in O(N) and a bit per line: misses, the cold ones from
+  // the seen bitmap, the victims' write-backs (those of the streak's sets now, as they
+  // are; the streak's own, if it writes back), and the streak's sets advanced; the
+  // rest it simulates. Only count() holds lines back; whatever reads or changes the
+  // state settles first.
+  struct Streak {
+    std::uint64_t first = 0, stride = 0, next = 0;  // next: the line that goes on with it
+    std::uint64_t length = 0, held = 0;             // lines so far, the last `held` not simulated
+    std::uint32_t trace = 0, tensor = 0;
+    bool write = false;
+  } streak;
+  bool streaks = false;  // the engine is SmallSets LRU: count() looks for streaks
+  void count_streaks(std::span<const LineAccess> in);
+  void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
   // (after the engine's lines were shifted).
   void shadow_lines(std::vector<std::uint64_t>& out) const;
@@ -1063,6 +1103,7 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.ordered.init(config.lines(), config.policy == CachePolicy::lru);
   } else if (config.policy == CachePolicy::lru) {
     m.kind = small ? Kind::small_lru : Kind::lru;
+    m.streaks = small;
     if (small) m.small_lru.init(config.sets(), config.associativity());
     else m.lru.init(config.sets(), config.associativity());
   } else if (config.policy == CachePolicy::fifo) {
@@ -1112,15 +1153,83 @@ CacheModel::~CacheModel() { delete impl_; }
 
 const CacheConfig& CacheModel::config() const { return impl_->config; }
 
+void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
+  const std::uint64_t n = config.lines();
+  const LineAccess* p = in.data();
+  const LineAccess* const end = p + in.size();
+  const LineAccess* from = p;  // the first access neither simulated nor held back
+  for (; p != end; ++p) {
+    const LineAccess& a = *p;
+    if (streak.length != 0 && a.tensor == streak.tensor && a.trace == streak.trace && a.write == streak.write &&
+        (streak.length == 1 ? a.line > streak.first : a.line == streak.next)) {
+      if (streak.length == 1) streak.stride = a.line - streak.first;
+      streak.next = a.line + streak.stride;
+      if (++streak.length > n) {
+        if (from != p) dispatch<false>({from, p}, nullptr);
+        from = p + 1, ++streak.held;
+      }
+      continue;
+    }
+    if (streak.held != 0) settle();  // the streak ended with a line held back: from == p
+    streak = !a.write || config.write_allocate ? Streak{a.line, 0, 0, 1, 0, a.trace, a.tensor, a.write} : Streak{};
+  }
+  if (from != end) dispatch<false>({from, end}, nullptr);
+}
+
+void CacheModel::Impl::settle() {
+  if (streak.held == 0) return;
+  const std::uint64_t n = config.lines(), sets = config.sets(), held = streak.held;
+  streak.held = 0;
+  const std::uint64_t g = std::gcd(streak.stride % sets, sets), cycle = sets / g, resident = n / g;
+  const auto line = [&](std::uint64_t k) { return streak.first + k * streak.stride; };  // the streak's k-th line
+  const std::uint64_t k0 = streak.length - held;  // the first held; N were simulated before it
+  std::uint64_t d = held / cycle * cycle;         // counted: k0 .. k0 + d - 1
+  if (d < resident) d = 0;  // (then every line of the streak's sets is one the count made)
+  if (d != 0) {
+    const bool dirty = streak.write && config.write_back;
+    // The victims are lines k0 - resident .. k0 + d - resident - 1: those in the
+    // streak's sets now, then d - resident of the streak's own.
+    small_lru.advance(g, streak.first % g, d * streak.stride, dirty, streak.tensor, writebacks);
+    if (dirty) writebacks[streak.tensor] += d - resident;
+    const std::size_t key = streak.trace != kNoTrace ? streak.trace : n_traces + streak.tensor;
+    key_tensor[key] = streak.tensor;
+    CacheTally& c = keys[key];
+    c.accesses += d;
+    if (streak.write && !config.write_back) c.write_throughs += d;
+    if (config.three_cs) {
+      std::uint64_t fresh = 0;
+      if (streak.stride == 1) fresh = seen.test_and_set_range(line(k0), line(k0 + d - 1));
+      else
+        for (std::uint64_t k = k0; k < k0 + d; ++k) fresh += !seen.test_and_set(line(k));
+      c.cold += fresh, c.capacity += d - fresh;
+      std::vector<std::uint64_t> last(n);  // the shadow: the streak's last N lines
+      for (std::uint64_t i = 0; i < n; ++i) last[i] = line(k0 + d - n + i);
+      shadow_assign(last);
+    }
+  }
+  // The rest of the held lines, simulated.
+  std::vector<LineAccess> rest;
+  for (std::uint64_t k = k0 + d; k < streak.length; ++k) {
+    rest.push_back({0, line(k), streak.trace, streak.tensor, streak.write});
+    if (rest.size() == 4096) dispatch<false>(rest, nullptr), rest.clear();
+  }
+  dispatch<false>(rest, nullptr);
+}
+
 void CacheModel::run(std::span<const LineAccess> in, std::vector<CacheAccess>& out) {
+  impl_->settle(), impl_->streak = {};
   impl_->dispatch<true>(in, &out);
 }
 
-void CacheModel::count(std::span<const LineAccess> in) { impl_->dispatch<false>(in, nullptr); }
+void CacheModel::count(std::span<const LineAccess> in) {
+  if (impl_->streaks) impl_->count_streaks(in);
+  else impl_->dispatch<false>(in, nullptr);
+}
 
 void CacheModel::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
+  m.settle(), m.streak = {};
   m.finished = true;
   const auto count = [&](std::uint32_t tensor) { ++m.writebacks[tensor]; };
   using Kind = Impl::Kind;
@@ -1136,6 +1245,7 @@ void CacheModel::finish() {
 }
 
 CacheReport CacheModel::report() const {
+  impl_->settle();  // the counts of the lines held back (the state is the same either way)
   const Impl& m = *impl_;
   CacheReport r;
   r.config = m.config;
@@ -1180,6 +1290,7 @@ std::size_t CacheModel::key_of(const LineAccess& a) const {
 }
 
 void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
+  impl_->settle();
   const Impl& m = *impl_;
   using Kind = Impl::Kind;
   switch (m.kind) {
@@ -1348,6 +1459,7 @@ bool WarpBlock::stays(std::uint64_t line, bool shadow) const {
 void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, const WarpBlock& block,
                               std::int64_t blocks) {
   Impl& m = *impl_;
+  m.settle(), m.streak = {};  // the lines it held move
   const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);
