@@ -554,40 +554,45 @@ void check_same(const CacheCounts& a, const CacheCounts& b) {
 
 }  // namespace
 
-TEST_CASE("cache: streaks (lines at a stride) counted at once are the plain simulation's") {
+TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the plain simulation's") {
   // A set-associative LRU cache holds back the lines of a streak past its N-th and
   // counts them at once (CacheModel::Impl::settle). Against the generic engine, which
   // simulates every access: streams of streaks of every length around N, 2N and 3N,
-  // strides that share factors with the sets (1, 2, 3, sets, sets + 1, ...), reads and
+  // rows of 1, 2, 3 or 8 lines at strides that share factors with the sets, reads and
   // writes (dirty lines before the streak, written back as it evicts them), write-back
   // or -through, allocating writes or not, the three Cs or not, cut into batches of
   // random sizes (a streak goes on from batch to batch), with snapshots taken between
   // batches (they settle a streak in the middle).
   std::mt19937_64 rng(1028);
   int streaks = 0;
-  for (int round = 0; round < 160; ++round) {
+  for (int round = 0; round < 300; ++round) {
     const std::uint64_t ways = std::uint64_t(1) << (rng() % 5), sets = std::uint64_t(1) << (rng() % 5);
     CacheConfig c = shape(sets * ways, ways, 1);
     c.write_back = rng() % 3 != 0, c.write_allocate = rng() % 3 != 0, c.three_cs = rng() % 4 != 0;
     const std::uint64_t n = sets * ways;
     std::vector<LineAccess> in;
-    while (in.size() < 4000) {
+    while (in.size() < 6000) {
       if (rng() % 3 == 0) {  // a few scattered accesses, some of lines a streak will take
         for (int k = 0; k < 5; ++k)
           in.push_back({0, rng() % (8 * n + 40), kNoTrace, std::uint32_t(rng() % 3), rng() % 2 == 0});
         continue;
       }
-      const std::uint64_t strides[] = {1, 2, 3, 4, sets, sets + 1, 2 * sets, 5};
-      const std::uint64_t stride = strides[rng() % 8];
-      const std::uint64_t lengths[] = {n - 1, n, n + 1, 2 * n, 3 * n - 1, 3 * n + 5, 5 * n + rng() % (2 * n)};
-      const std::uint64_t length = std::max<std::uint64_t>(1, lengths[rng() % 7]);
+      // Rows of `row` lines, `stride` apart (row 1: lines at a stride).
+      const std::uint64_t rows[] = {1, 1, 1, 2, 3, 8};
+      const std::uint64_t row = rows[rng() % 6];
+      const std::uint64_t strides[] = {1, 2, 3, 4, sets, sets + 1, 2 * sets, 5, sets / 2 + 1, 3 * sets / 2};
+      const std::uint64_t stride = row + (row == 1 ? strides[rng() % 10] - 1 : strides[rng() % 10]);
+      const std::uint64_t lengths[] = {n - 1, n, n + 1, 2 * n, 3 * n - 1, 3 * n + 5, 5 * n + rng() % (2 * n),
+                                       12 * n + rng() % (4 * n)};
+      const std::uint64_t length = std::max<std::uint64_t>(1, lengths[rng() % 8]);
       const std::uint64_t first = rng() % (6 * n + 20);
       const std::uint32_t tensor = std::uint32_t(rng() % 3);
       const bool write = rng() % 3 == 0;
       if (rng() % 2 == 0)  // some of its first lines written just before: dirty hits
         for (std::uint64_t k = 0; k < n; k += 1 + rng() % 3)
-          in.push_back({0, first + k * stride, kNoTrace, tensor, true});
-      for (std::uint64_t k = 0; k < length; ++k) in.push_back({0, first + k * stride, kNoTrace, tensor, write});
+          in.push_back({0, first + k / row * stride + k % row, kNoTrace, tensor, true});
+      for (std::uint64_t k = 0; k < length; ++k)
+        in.push_back({0, first + k / row * stride + k % row, kNoTrace, tensor, write});
       streaks += length > n;
     }
     CacheModel fast(c, 3, 0), plain(c, 3, 0, CacheEngine::generic);

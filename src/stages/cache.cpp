@@ -447,22 +447,23 @@ class SmallSets : public SignatureSets<AgeMeta> {
         out.lines[k] = tag_[set * ways_ + w], out.dirty[k] = meta_[set].dirty[w], out.owner[k] = owner_[set * ways_ + w];
       }
   }
-  // In the sets s with s % g == r (full ones), every line l becomes l + d (d a whole
-  // number of sets: it stays in its set, in its way, at its age), of `tensor`, dirty or
-  // clean: the sets a streak has gone through (CacheModel::Impl::settle). Returns how
-  // many of their lines were dirty before.
-  std::uint64_t advance(std::uint64_t g, std::uint64_t r, std::uint64_t d, bool dirty, std::uint32_t tensor,
-                        std::vector<std::uint64_t>& writebacks) {
-    std::uint64_t was = 0;
-    for (std::size_t set = r; set < sets_; set += g)
+  // In each set `used` marks (full ones), every line l becomes l + d (d a whole number
+  // of sets: it stays in its set, in its way, at its age), of `tensor`, dirty or clean:
+  // the sets a streak has gone through (CacheModel::Impl::settle). The lines dirty
+  // before are written back (counted per tensor).
+  void advance(const std::vector<char>& used, std::uint64_t d, bool dirty, std::uint32_t tensor,
+               std::vector<std::uint64_t>& writebacks) {
+    for (std::size_t set = 0; set < sets_; ++set) {
+      if (!used[set]) continue;
       for (std::size_t w = 0; w < ways_; ++w) {
         const std::size_t i = set * ways_ + w;
-        if (meta_[set].dirty[w]) ++writebacks[owner_[i]], ++was;
+        if (meta_[set].dirty[w]) ++writebacks[owner_[i]];
         tag_[i] += d, owner_[i] = tensor;
         meta_[set].sig[w] = signature(tag_[i]), meta_[set].dirty[w] = dirty;
       }
-    return was;
+    }
   }
+  std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
   // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
   template <class Shift>
   void shift(Shift&& by) {
@@ -941,25 +942,29 @@ struct CacheModel::Impl {
   // moves from one to the other (O(N log N)) when that changes.
   bool on_stamps = false;
   std::uint64_t recent_hits = 0, recent_accesses = 0;  // decayed by 1/8 a batch
-  // A streak: lines at a fixed stride (first, first + stride, ...) of one trace, tensor
-  // and direction, one after the other in the stream (a tensor streamed through a
-  // memory-side cache; DeepSeek-V3's requests take one line in four). In an LRU cache
-  // of S sets of W ways that allocates them, the streak's lines fall in the S / g sets
-  // s = first (mod g), g = gcd(stride, S), and once N = S x W of them were simulated
-  // each of those sets holds exactly W of them, as the three Cs' shadow holds the last
-  // N: every later line of the streak misses both, evicting the line of the streak N /
-  // g before it, and the other sets are not touched. So count() holds its later lines
-  // back (`held`), and settle() counts a whole number of S / g of them (so that each
-  // line keeps its set) at once, in O(N) and a bit per line: misses, the cold ones from
-  // the seen bitmap, the victims' write-backs (those of the streak's sets now, as they
-  // are; the streak's own, if it writes back), and the streak's sets advanced; the
-  // rest it simulates. Only count() holds lines back; whatever reads or changes the
-  // state settles first.
+  // A streak: rows of `row` consecutive lines, `stride` lines apart (a tile of a
+  // row-major tensor; row 0 while its lines are all consecutive), of one trace, tensor
+  // and direction, one after the other in the stream: GPT-3's feed-forward weights come
+  // as 12,288 rows of 8 lines a timestep, DeepSeek-V3's requests as one line in four.
+  // Its k-th line is first + (k / row) x stride + k % row, and its sets repeat every P
+  // lines (the rows that move it by a whole number of sets). In an LRU cache of S sets
+  // of W ways that allocates them, once N = S x W and W x P of its lines were simulated,
+  // each set it touches holds exactly W of its lines, as the three Cs' shadow holds its
+  // last N: every later line misses both, evicting the streak's line of its set W
+  // visits before, and the other sets are not touched. So count() holds its later lines
+  // back (`held`), and settle() counts a whole number of W x P or more of them at once
+  // (P at a time, so that each line keeps its set), in O(N) and a bit per line: misses,
+  // the cold ones from the seen bitmap, the victims' write-backs (the lines of its sets
+  // now, as they are; the streak's own, if it writes back), its sets advanced; the rest
+  // it simulates. Only count() holds lines back; whatever reads or changes the state
+  // settles first.
   struct Streak {
-    std::uint64_t first = 0, stride = 0, next = 0;  // next: the line that goes on with it
-    std::uint64_t length = 0, held = 0;             // lines so far, the last `held` not simulated
+    std::uint64_t first = 0, row = 0, stride = 0;
+    std::uint64_t next = 0, row_start = 0, in_row = 0;  // the line that goes on with it; its row, its place there
+    std::uint64_t length = 0, held = 0;                 // lines so far, the last `held` not simulated
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
+    std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
   } streak;
   bool streaks = false;  // the engine is SmallSets LRU: count() looks for streaks
   void count_streaks(std::span<const LineAccess> in);
@@ -1158,38 +1163,64 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* p = in.data();
   const LineAccess* const end = p + in.size();
   const LineAccess* from = p;  // the first access neither simulated nor held back
+  Streak k = streak;  // in registers: dispatch() does not read it, settle() does
   for (; p != end; ++p) {
     const LineAccess& a = *p;
-    if (streak.length != 0 && a.tensor == streak.tensor && a.trace == streak.trace && a.write == streak.write &&
-        (streak.length == 1 ? a.line > streak.first : a.line == streak.next)) {
-      if (streak.length == 1) streak.stride = a.line - streak.first;
-      streak.next = a.line + streak.stride;
-      if (++streak.length > n) {
-        if (from != p) dispatch<false>({from, p}, nullptr);
-        from = p + 1, ++streak.held;
+    if (k.length != 0 && a.tensor == k.tensor && a.trace == k.trace && a.write == k.write) {
+      bool goes_on = a.line == k.next;
+      if (!goes_on && k.row == 0 && k.held == 0 && a.line > k.next) {  // its first row ends here
+        k.row = k.length, k.stride = a.line - k.first, k.row_start = a.line, k.in_row = 0;
+        goes_on = true;
       }
-      continue;
+      if (goes_on) {
+        if (k.row == 0) {
+          k.next = a.line + 1;
+        } else if (++k.in_row == k.row) {
+          k.row_start += k.stride, k.next = k.row_start, k.in_row = 0;
+        } else {
+          k.next = a.line + 1;
+        }
+        if (++k.length > n) {
+          if (from != p) dispatch<false>({from, p}, nullptr);
+          from = p + 1, ++k.held;
+        }
+        continue;
+      }
     }
-    if (streak.held != 0) settle();  // the streak ended with a line held back: from == p
-    streak = !a.write || config.write_allocate ? Streak{a.line, 0, 0, 1, 0, a.trace, a.tensor, a.write} : Streak{};
+    if (k.held != 0) streak = k, settle();  // the streak ended with a line held back: from == p
+    if (!a.write || config.write_allocate) {
+      k = Streak{};
+      k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write;
+    } else {
+      k = Streak{};
+    }
   }
+  streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
 }
 
 void CacheModel::Impl::settle() {
   if (streak.held == 0) return;
-  const std::uint64_t n = config.lines(), sets = config.sets(), held = streak.held;
+  const std::uint64_t n = config.lines(), sets = config.sets(), ways = config.associativity();
+  const std::uint64_t held = streak.held;
   streak.held = 0;
-  const std::uint64_t g = std::gcd(streak.stride % sets, sets), cycle = sets / g, resident = n / g;
-  const auto line = [&](std::uint64_t k) { return streak.first + k * streak.stride; };  // the streak's k-th line
-  const std::uint64_t k0 = streak.length - held;  // the first held; N were simulated before it
-  std::uint64_t d = held / cycle * cycle;         // counted: k0 .. k0 + d - 1
-  if (d < resident) d = 0;  // (then every line of the streak's sets is one the count made)
+  const std::uint64_t k0 = streak.length - held;  // the first held line; N were simulated before it
+  // A period: the rows that move the streak by a whole number of sets, and its lines.
+  const std::uint64_t row = streak.row == 0 ? 1 : streak.row, stride = streak.row == 0 ? 1 : streak.stride;
+  const std::uint64_t rows = sets / std::gcd(stride % sets, sets), period = rows * row;
+  std::uint64_t d = 0;  // counted: the lines k0 .. k0 + d - 1
+  if (period <= n && k0 >= ways * period && held >= ways * period) d = held / period * period;
   if (d != 0) {
+    // The sets it touches (a period touches each of them), each holding W of its lines.
+    std::vector<char> used(sets, 0);
+    std::uint64_t resident = 0;
+    for (std::uint64_t k = k0 - period; k < k0; ++k) {
+      char& u = used[small_lru.set_of_line(streak.line(k))];
+      resident += u == 0 ? ways : 0, u = 1;
+    }
     const bool dirty = streak.write && config.write_back;
-    // The victims are lines k0 - resident .. k0 + d - resident - 1: those in the
-    // streak's sets now, then d - resident of the streak's own.
-    small_lru.advance(g, streak.first % g, d * streak.stride, dirty, streak.tensor, writebacks);
+    // The victims: the lines of those sets now, then d - resident of the streak's own.
+    small_lru.advance(used, d / period * rows * stride, dirty, streak.tensor, writebacks);
     if (dirty) writebacks[streak.tensor] += d - resident;
     const std::size_t key = streak.trace != kNoTrace ? streak.trace : n_traces + streak.tensor;
     key_tensor[key] = streak.tensor;
@@ -1198,19 +1229,21 @@ void CacheModel::Impl::settle() {
     if (streak.write && !config.write_back) c.write_throughs += d;
     if (config.three_cs) {
       std::uint64_t fresh = 0;
-      if (streak.stride == 1) fresh = seen.test_and_set_range(line(k0), line(k0 + d - 1));
-      else
-        for (std::uint64_t k = k0; k < k0 + d; ++k) fresh += !seen.test_and_set(line(k));
+      for (std::uint64_t k = k0; k < k0 + d;) {  // a row (or what of it is counted) at a time
+        const std::uint64_t to = std::min(k0 + d, streak.row == 0 ? k0 + d : (k / row + 1) * row);
+        fresh += seen.test_and_set_range(streak.line(k), streak.line(to - 1));
+        k = to;
+      }
       c.cold += fresh, c.capacity += d - fresh;
       std::vector<std::uint64_t> last(n);  // the shadow: the streak's last N lines
-      for (std::uint64_t i = 0; i < n; ++i) last[i] = line(k0 + d - n + i);
+      for (std::uint64_t i = 0; i < n; ++i) last[i] = streak.line(k0 + d - n + i);
       shadow_assign(last);
     }
   }
   // The rest of the held lines, simulated.
   std::vector<LineAccess> rest;
   for (std::uint64_t k = k0 + d; k < streak.length; ++k) {
-    rest.push_back({0, line(k), streak.trace, streak.tensor, streak.write});
+    rest.push_back({0, streak.line(k), streak.trace, streak.tensor, streak.write});
     if (rest.size() == 4096) dispatch<false>(rest, nullptr), rest.clear();
   }
   dispatch<false>(rest, nullptr);

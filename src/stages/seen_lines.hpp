@@ -34,7 +34,10 @@ class SeenLines {
         const unsigned n = unsigned(to - l + 1), at = unsigned(l & 63);
         const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << at;
         std::uint64_t& word = p[(l >> 6) & 1023];
-        fresh += std::uint64_t(std::popcount(mask & ~word));
+        // All fresh or all seen (a tensor's first or later touch) without a popcount:
+        // the build does not assume the CPU has the instruction.
+        if ((word & mask) == 0) fresh += n;
+        else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
         word |= mask;
         if (to == end) break;
         l = to + 1;
