@@ -768,6 +768,23 @@ TEST_CASE("cache warp over a stream: a block that does not repeat the recorded o
   CHECK(gave_up > 20);
 }
 
+TEST_CASE("seen lines: lines at a stride, against a set") {
+  // Strides below a word, of a word and beyond a page, from starts that straddle words
+  // and pages, over lines partly seen before: each count is a plain set's.
+  std::mt19937_64 rng(64);
+  SeenLines seen;
+  std::set<std::uint64_t> want;
+  for (int round = 0; round < 400; ++round) {
+    const std::uint64_t strides[] = {1, 2, 3, 4, 7, 63, 64, 65, 1000, 70000};
+    const std::uint64_t stride = strides[rng() % 10], first = rng() % 300000, count = 1 + rng() % 300;
+    std::uint64_t fresh = 0;
+    for (std::uint64_t k = 0; k < count; ++k) fresh += want.insert(first + k * stride).second;
+    CAPTURE(round);
+    CHECK(seen.test_and_set_strided(first, stride, count) == fresh);
+  }
+  for (std::uint64_t l : {0ull, 5ull, 65535ull, 65536ull, 299999ull}) CHECK(seen.test_and_set(l) == want.count(l) > 0);
+}
+
 TEST_CASE("seen lines: a range marks its lines and counts those not seen before") {
   SeenLines seen;
   CHECK(!seen.test_and_set(5));

@@ -1229,10 +1229,14 @@ void CacheModel::Impl::settle() {
     if (streak.write && !config.write_back) c.write_throughs += d;
     if (config.three_cs) {
       std::uint64_t fresh = 0;
-      for (std::uint64_t k = k0; k < k0 + d;) {  // a row (or what of it is counted) at a time
-        const std::uint64_t to = std::min(k0 + d, streak.row == 0 ? k0 + d : (k / row + 1) * row);
-        fresh += seen.test_and_set_range(streak.line(k), streak.line(to - 1));
-        k = to;
+      if (row == 1 && streak.row != 0) {  // lines at a stride: a bit each
+        fresh = seen.test_and_set_strided(streak.line(k0), stride, d);
+      } else {
+        for (std::uint64_t k = k0; k < k0 + d;) {  // a row (or what of it is counted) at a time
+          const std::uint64_t to = std::min(k0 + d, streak.row == 0 ? k0 + d : (k / row + 1) * row);
+          fresh += seen.test_and_set_range(streak.line(k), streak.line(to - 1));
+          k = to;
+        }
       }
       c.cold += fresh, c.capacity += d - fresh;
       std::vector<std::uint64_t> last(n);  // the shadow: the streak's last N lines

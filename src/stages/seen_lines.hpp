@@ -22,6 +22,22 @@ class SeenLines {
     return seen;
   }
 
+  // Marks `count` lines first, first + stride, ...; returns how many of them were not
+  // seen before. The lines of a word (64 lines) at a time.
+  std::uint64_t test_and_set_strided(std::uint64_t first, std::uint64_t stride, std::uint64_t count) {
+    std::uint64_t fresh = 0, l = first;
+    for (std::uint64_t i = 0; i < count;) {
+      std::uint64_t& word = page(l >> 16)[(l >> 6) & 1023];
+      const std::uint64_t base = l >> 6;
+      std::uint64_t mask = 0, n = 0;
+      for (; i < count && (l >> 6) == base; ++i, ++n, l += stride) mask |= std::uint64_t(1) << (l & 63);
+      if ((word & mask) == 0) fresh += n;
+      else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
+      word |= mask;
+    }
+    return fresh;
+  }
+
   // Marks the lines first .. last (first <= last); returns how many of them were not
   // seen before. A word (64 lines) at a time.
   std::uint64_t test_and_set_range(std::uint64_t first, std::uint64_t last) {
