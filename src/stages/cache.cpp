@@ -967,6 +967,10 @@ struct CacheModel::Impl {
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
   } streak;
   bool streaks = false;  // the engine is SmallSets LRU: count() looks for streaks
+  // Batches left in which count() does not look for streaks: a batch that held none back
+  // and whose streaks were shorter than 8 lines on average (a random stream, where the
+  // search costs a mispredicted branch an access) skips the next 15.
+  unsigned streakless = 0;
   void count_streaks(std::span<const LineAccess> in);
   void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
@@ -1164,6 +1168,8 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* const end = p + in.size();
   const LineAccess* from = p;  // the first access neither simulated nor held back
   Streak k = streak;  // in registers: dispatch() does not read it, settle() does
+  std::size_t starts = 0;  // streaks started
+  bool held = false;
   for (; p != end; ++p) {
     const LineAccess& a = *p;
     if (k.length != 0 && a.tensor == k.tensor && a.trace == k.trace && a.write == k.write) {
@@ -1182,11 +1188,12 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
         }
         if (++k.length > n) {
           if (from != p) dispatch<false>({from, p}, nullptr);
-          from = p + 1, ++k.held;
+          from = p + 1, ++k.held, held = true;
         }
         continue;
       }
     }
+    ++starts;
     if (k.held != 0) streak = k, settle();  // the streak ended with a line held back: from == p
     if (!a.write || config.write_allocate) {
       k = Streak{};
@@ -1197,6 +1204,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
+  if (!held && 8 * starts > in.size()) streakless = 15;
 }
 
 void CacheModel::Impl::settle() {
@@ -1259,8 +1267,10 @@ void CacheModel::run(std::span<const LineAccess> in, std::vector<CacheAccess>& o
 }
 
 void CacheModel::count(std::span<const LineAccess> in) {
-  if (impl_->streaks) impl_->count_streaks(in);
-  else impl_->dispatch<false>(in, nullptr);
+  Impl& m = *impl_;
+  if (m.streaks && m.streakless == 0) return m.count_streaks(in);
+  if (m.streakless != 0) --m.streakless, m.streak = {};  // (it held nothing back)
+  m.dispatch<false>(in, nullptr);
 }
 
 void CacheModel::finish() {
