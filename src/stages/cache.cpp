@@ -1195,12 +1195,9 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
     }
     ++starts;
     if (k.held != 0) streak = k, settle();  // the streak ended with a line held back: from == p
-    if (!a.write || config.write_allocate) {
-      k = Streak{};
+    k = Streak{};  // a line a write does not allocate starts none
+    if (!a.write || config.write_allocate)
       k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write;
-    } else {
-      k = Streak{};
-    }
   }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
