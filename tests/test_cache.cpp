@@ -577,6 +577,13 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
           in.push_back({0, rng() % (8 * n + 40), kNoTrace, std::uint32_t(rng() % 3), rng() % 2 == 0});
         continue;
       }
+      if (rng() % 4 == 0) {  // mostly hits (the shadow goes on the stamps), with lines of one
+        // set in turn, more than its ways: the set evicts lines the shadow still holds
+        const std::uint64_t base = rng() % (4 * n + 8);
+        for (int k = 0; k < 1500; ++k)
+          in.push_back({0, rng() % 5 == 0 ? base + (rng() % (ways + 2)) * sets : 7 * n + rng() % (n / 2 + 1),
+                        kNoTrace, 0, false});
+      }
       // Rows of `row` lines, `stride` apart (row 1: lines at a stride).
       const std::uint64_t rows[] = {1, 1, 1, 2, 3, 8};
       const std::uint64_t row = rows[rng() % 6];

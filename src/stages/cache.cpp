@@ -81,6 +81,8 @@ class LineMap {
   void erase_at(std::uint32_t at) {
     erase_at(at, [](Value, std::uint32_t) {});
   }
+  // Empties entry i without pulling any back: only while emptying every entry.
+  void vacate(std::uint32_t i) { e_[i].line = kNoLine; }
   // fn(entry, line, value) for every line held (value by reference where not const).
   template <class Fn>
   void each(Fn fn) {
@@ -632,9 +634,17 @@ class LruShadow {
       else if (cell != kDead) out.push_back(slots_.line(std::uint32_t(cell)));
     }
   }
-  // Holds exactly `lines` (distinct), least recent first.
+  // Holds exactly `lines` (distinct), least recent first. Emptied cell by cell (the
+  // live times only), not re-made: a streak's settle() assigns it, and the ring and
+  // hash are several times the lines.
   void assign(const std::vector<std::uint64_t>& lines) {
-    init(n_);
+    for (std::uint64_t t = tail_; t < now_; ++t) {
+      std::uint64_t& cell = ring_[t & ring_mask_];
+      if (cell == kPending) --filter_[bucket(pending_[t & ring_mask_])];
+      else if (cell != kDead) slots_.vacate(std::uint32_t(cell));
+      cell = kDead;  // (every cell outside the live times is dead)
+    }
+    now_ = tail_ = flushed_ = used_ = 0;
     for (std::uint64_t l : lines) access(l, true, true);
   }
 
@@ -790,7 +800,13 @@ class StampShadow {
   // Holds exactly `lines` (distinct), least recent first.
   template <class Engine>
   void assign(Engine& engine, const std::vector<std::uint64_t>& lines) {
-    init(n_);
+    // Emptied, not re-made (a streak's settle() assigns it): the lines aside leave the
+    // hash one by one (its entries are theirs alone), the bits are cleared.
+    for (std::size_t w = 0; w < aside_bits_.size(); ++w)
+      for (std::uint64_t bits = aside_bits_[w]; bits != 0; bits &= bits - 1)
+        aside_.vacate(entry_[w * 64 + std::size_t(std::countr_zero(bits))]);
+    std::fill(live_.begin(), live_.end(), 0), std::fill(aside_bits_.begin(), aside_bits_.end(), 0);
+    tail_ = now_ = 1, used_ = 0;
     engine.each_stamp([](std::uint64_t, std::uint32_t& s) { s = 0; });
     for (std::uint64_t l : lines) {
       const std::int64_t id = engine.lookup(l);
@@ -971,6 +987,8 @@ struct CacheModel::Impl {
   // and whose streaks were shorter than 8 lines on average (a random stream, where the
   // search costs a mispredicted branch an access) skips the next 15.
   unsigned streakless = 0;
+  std::vector<char> streak_sets;            // settle()'s: the sets a streak touches
+  std::vector<std::uint64_t> streak_lines;  // ... and its last N lines
   void count_streaks(std::span<const LineAccess> in);
   void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
@@ -1217,7 +1235,8 @@ void CacheModel::Impl::settle() {
   if (period <= n && k0 >= ways * period && held >= ways * period) d = held / period * period;
   if (d != 0) {
     // The sets it touches (a period touches each of them), each holding W of its lines.
-    std::vector<char> used(sets, 0);
+    std::vector<char>& used = streak_sets;
+    used.assign(sets, 0);
     std::uint64_t resident = 0;
     for (std::uint64_t k = k0 - period; k < k0; ++k) {
       char& u = used[small_lru.set_of_line(streak.line(k))];
@@ -1244,7 +1263,8 @@ void CacheModel::Impl::settle() {
         }
       }
       c.cold += fresh, c.capacity += d - fresh;
-      std::vector<std::uint64_t> last(n);  // the shadow: the streak's last N lines
+      std::vector<std::uint64_t>& last = streak_lines;  // the shadow: the streak's last N lines
+      last.resize(n);
       for (std::uint64_t i = 0; i < n; ++i) last[i] = streak.line(k0 + d - n + i);
       shadow_assign(last);
     }
