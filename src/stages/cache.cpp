@@ -981,6 +981,18 @@ struct CacheModel::Impl {
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
+    // fn(line, n) for the runs of consecutive lines among its lines k .. k + count - 1
+    // (its rows, or what of them is there), in order: one division, not one a line.
+    template <class Fn>
+    void each_run(std::uint64_t k, std::uint64_t count, Fn fn) const {
+      if (row == 0) return fn(first + k, count);
+      std::uint64_t r = k / row, in = k % row;
+      for (std::uint64_t left = count; left != 0; ++r, in = 0) {
+        const std::uint64_t n = std::min(row - in, left);
+        fn(first + r * stride + in, n);
+        left -= n;
+      }
+    }
   } streak;
   bool streaks = false;  // the engine is SmallSets LRU: count() looks for streaks
   // Batches left in which count() does not look for streaks: a batch that held none back
@@ -1238,10 +1250,12 @@ void CacheModel::Impl::settle() {
     std::vector<char>& used = streak_sets;
     used.assign(sets, 0);
     std::uint64_t resident = 0;
-    for (std::uint64_t k = k0 - period; k < k0; ++k) {
-      char& u = used[small_lru.set_of_line(streak.line(k))];
-      resident += u == 0 ? ways : 0, u = 1;
-    }
+    streak.each_run(k0 - period, period, [&](std::uint64_t line, std::uint64_t count) {
+      for (std::uint64_t i = 0; i < count; ++i) {
+        char& u = used[small_lru.set_of_line(line + i)];
+        resident += u == 0 ? ways : 0, u = 1;
+      }
+    });
     const bool dirty = streak.write && config.write_back;
     // The victims: the lines of those sets now, then d - resident of the streak's own.
     small_lru.advance(used, d / period * rows * stride, dirty, streak.tensor, writebacks);
@@ -1253,28 +1267,29 @@ void CacheModel::Impl::settle() {
     if (streak.write && !config.write_back) c.write_throughs += d;
     if (config.three_cs) {
       std::uint64_t fresh = 0;
-      if (row == 1 && streak.row != 0) {  // lines at a stride: a bit each
+      if (row == 1 && streak.row != 0)  // lines at a stride: the bits of a word at a time
         fresh = seen.test_and_set_strided(streak.line(k0), stride, d);
-      } else {
-        for (std::uint64_t k = k0; k < k0 + d;) {  // a row (or what of it is counted) at a time
-          const std::uint64_t to = std::min(k0 + d, streak.row == 0 ? k0 + d : (k / row + 1) * row);
-          fresh += seen.test_and_set_range(streak.line(k), streak.line(to - 1));
-          k = to;
-        }
-      }
+      else  // a row (or what of it is counted) at a time
+        streak.each_run(k0, d, [&](std::uint64_t line, std::uint64_t count) {
+          fresh += seen.test_and_set_range(line, line + count - 1);
+        });
       c.cold += fresh, c.capacity += d - fresh;
       std::vector<std::uint64_t>& last = streak_lines;  // the shadow: the streak's last N lines
-      last.resize(n);
-      for (std::uint64_t i = 0; i < n; ++i) last[i] = streak.line(k0 + d - n + i);
+      last.clear();
+      streak.each_run(k0 + d - n, n, [&](std::uint64_t line, std::uint64_t count) {
+        for (std::uint64_t i = 0; i < count; ++i) last.push_back(line + i);
+      });
       shadow_assign(last);
     }
   }
   // The rest of the held lines, simulated.
   std::vector<LineAccess> rest;
-  for (std::uint64_t k = k0 + d; k < streak.length; ++k) {
-    rest.push_back({0, streak.line(k), streak.trace, streak.tensor, streak.write});
-    if (rest.size() == 4096) dispatch<false>(rest, nullptr), rest.clear();
-  }
+  streak.each_run(k0 + d, streak.length - k0 - d, [&](std::uint64_t line, std::uint64_t count) {
+    for (std::uint64_t i = 0; i < count; ++i) {
+      rest.push_back({0, line + i, streak.trace, streak.tensor, streak.write});
+      if (rest.size() == 4096) dispatch<false>(rest, nullptr), rest.clear();
+    }
+  });
   dispatch<false>(rest, nullptr);
 }
 
