@@ -408,17 +408,20 @@ TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over lo
   // loop over half the lines: the times are renumbered many times), that move it every
   // access (a scan), that evict from sets what the shadow still holds (conflicts: its
   // lines aside), writes that do not allocate, and misses right after times were
-  // renumbered; 60,000 accesses each.
+  // renumbered; and, where the engine mostly misses (the shadow of its own, LruShadow),
+  // runs of consecutive lines, scans with gaps, and lines beside recent ones (of the
+  // same 8, some evicted) touched again; 60,000 accesses each.
   std::mt19937_64 rng(41);
   int runs = 0;
   for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
     for (std::uint64_t ways : {1u, 4u, 16u})
       for (std::uint64_t sets : {1u, 8u, 64u})
-        for (int pattern = 0; pattern < 5; ++pattern) {
+        for (int pattern = 0; pattern < 8; ++pattern) {
           CacheConfig c = shape(sets * ways, ways, 1, p);
           c.write_allocate = pattern != 3;
           const std::uint64_t n = sets * ways;
           std::vector<LineAccess> in;
+          std::uint64_t run_at = 0;
           for (int i = 0; i < 60000; ++i) {
             std::uint64_t line;
             switch (pattern) {
@@ -426,8 +429,25 @@ TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over lo
               case 1: line = std::uint64_t(i) % (2 * n + 3); break;                    // a scan past it
               case 2: line = (rng() % (n + 1)) * sets + (rng() % 2) * 7; break;        // few sets, many lines
               case 3: line = i % 5 == 0 ? rng() % (4 * n) : rng() % (n / 2 + 1); break;  // and writes
-              default:  // a loop long enough that the times are renumbered, then misses
+              case 4:  // a loop long enough that the times are renumbered, then misses
                 line = std::uint64_t(i) % (20 * n + 7) < 18 * n ? rng() % (n / 2 + 1) : rng() % (3 * n);
+                break;
+              case 5:  // runs of consecutive lines from random starts (12 long on average)
+                if (i == 0 || rng() % 12 == 0) run_at = rng() % (3 * n + 40);
+                line = run_at++;
+                break;
+              case 6: {  // interleaved scans with gaps (3 lines of 5, 1 of 2): groups partly resident
+                const std::uint64_t k = std::uint64_t(i) / 2;
+                line = i % 2 == 0 ? (k / 3 * 5 + k % 3) % (3 * n + 5) : 100000 + (2 * k) % (2 * n + 9);
+                break;
+              }
+              default:  // a scan past the cache, and lines beside recent ones (of their 8) again, some evicted
+                if (i > 0 && rng() % 4 == 0) {
+                  const std::uint64_t back = 1 + rng() % std::min<std::uint64_t>(std::uint64_t(i), 2 * n + 2);
+                  line = in[std::size_t(std::uint64_t(i) - back)].line ^ (rng() % 8);
+                } else {
+                  line = std::uint64_t(i) % (2 * n + 3);
+                }
             }
             in.push_back({i, line, kNoTrace, std::uint32_t(line % 3), pattern == 3 && rng() % 3 == 0});
           }
@@ -459,7 +479,7 @@ TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over lo
           CHECK(m.report().total.capacity == capacity);
           ++runs;
         }
-  CHECK(runs == 3 * 3 * 3 * 5);
+  CHECK(runs == 3 * 3 * 3 * 8);
 }
 
 TEST_CASE("cache: PLRU over 8 ways by hand, the lowest empty way first") {
