@@ -610,6 +610,10 @@ class LruShadow {
     if (now_ - tail_ > ring_mask_) compact();
     return false;
   }
+  // Whether `line` is resident, changing nothing; exact once the pending lines were
+  // taken into the hash (take_pending()).
+  bool holds(std::uint64_t line) const { return slots_.find(line) != LineMap<std::uint64_t>::npos; }
+  void take_pending() { flush(); }
   bool search(std::uint64_t line, bool allocate) {
     if (filter_[bucket(line)] != 0) flush();  // it may be pending
     if (const std::uint32_t i = slots_.find(line); i != LineMap<std::uint64_t>::npos) {
@@ -978,6 +982,7 @@ struct CacheModel::Impl {
     std::uint64_t first = 0, row = 0, stride = 0;
     std::uint64_t next = 0, row_start = 0, in_row = 0;  // the line that goes on with it; its row, its place there
     std::uint64_t length = 0, held = 0;                 // lines so far, the last `held` not simulated
+    std::uint64_t hold_from = 0;                        // lines simulated before any is held
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
@@ -1002,6 +1007,7 @@ struct CacheModel::Impl {
   std::vector<char> streak_sets;            // settle()'s: the sets a streak touches
   std::vector<std::uint64_t> streak_lines;  // ... and its last N lines
   void count_streaks(std::span<const LineAccess> in);
+  std::uint64_t hold_from(const Streak& k) const;
   void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
   // (after the engine's lines were shifted).
@@ -1206,6 +1212,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
       bool goes_on = a.line == k.next;
       if (!goes_on && k.row == 0 && k.held == 0 && a.line > k.next) {  // its first row ends here
         k.row = k.length, k.stride = a.line - k.first, k.row_start = a.line, k.in_row = 0;
+        k.hold_from = hold_from(k);
         goes_on = true;
       }
       if (goes_on) {
@@ -1216,7 +1223,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
         } else {
           k.next = a.line + 1;
         }
-        if (++k.length > n) {
+        if (++k.length > k.hold_from) {
           if (from != p) dispatch<false>({from, p}, nullptr);
           from = p + 1, ++k.held, held = true;
         }
@@ -1227,11 +1234,22 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
     if (k.held != 0) streak = k, settle();  // the streak ended with a line held back: from == p
     k = Streak{};  // a line a write does not allocate starts none
     if (!a.write || config.write_allocate)
-      k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write;
+      k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write,
+      k.hold_from = n;
   }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
   if (!held && 8 * starts > in.size()) streakless = 15;
+}
+
+std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
+  // Its sets are full of its lines after W x P of them; the three Cs' shadow holds only
+  // its lines after N, unless settle() finds none of the lines up to the N-th resident
+  // (LruShadow::holds, on the shadow's own hash: on the stamps it is N).
+  const std::uint64_t n = config.lines(), sets = config.sets();
+  if (config.three_cs && on_stamps) return n;
+  const std::uint64_t rows = sets / std::gcd(k.stride % sets, sets);
+  return std::max(k.length, std::min(n, config.associativity() * rows * k.row));
 }
 
 void CacheModel::Impl::settle() {
@@ -1245,6 +1263,20 @@ void CacheModel::Impl::settle() {
   const std::uint64_t rows = sets / std::gcd(stride % sets, sets), period = rows * row;
   std::uint64_t d = 0;  // counted: the lines k0 .. k0 + d - 1
   if (period <= n && k0 >= ways * period && held >= ways * period) d = held / period * period;
+  if (d != 0 && config.three_cs && k0 < n) {
+    // The shadow holds its first k0 lines and N - k0 older ones, the least recent: an
+    // older one is gone before the N-th line of the streak comes. So the lines k0 .. N
+    // - 1 miss it if none of them is resident now (and the shadow holds only its lines
+    // after its N-th).
+    bool miss = !on_stamps && k0 + d >= n;
+    if (miss) {
+      shadow.take_pending();
+      streak.each_run(k0, n - k0, [&](std::uint64_t line, std::uint64_t count) {
+        for (std::uint64_t i = 0; i < count && miss; ++i) miss = !shadow.holds(line + i);
+      });
+    }
+    if (!miss) d = 0;
+  }
   if (d != 0) {
     // The sets it touches (a period touches each of them), each holding W of its lines.
     std::vector<char>& used = streak_sets;
