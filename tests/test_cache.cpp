@@ -575,8 +575,8 @@ void check_same(const CacheCounts& a, const CacheCounts& b) {
 }  // namespace
 
 TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the plain simulation's") {
-  // A set-associative LRU cache holds back the lines of a streak past its N-th and
-  // counts them at once (CacheModel::Impl::settle). Against the generic engine, which
+  // A set-associative LRU cache holds back the lines of a streak past its W x P-th (or
+  // N-th) and counts them at once (CacheModel::Impl::settle). Against the generic engine, which
   // simulates every access: streams of streaks of every length around N, 2N and 3N,
   // rows of 1, 2, 3 or 8 lines at strides that share factors with the sets, reads and
   // writes (dirty lines before the streak, written back as it evicts them), write-back

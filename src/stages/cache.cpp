@@ -968,11 +968,12 @@ struct CacheModel::Impl {
   // as 12,288 rows of 8 lines a timestep, DeepSeek-V3's requests as one line in four.
   // Its k-th line is first + (k / row) x stride + k % row, and its sets repeat every P
   // lines (the rows that move it by a whole number of sets). In an LRU cache of S sets
-  // of W ways that allocates them, once N = S x W and W x P of its lines were simulated,
-  // each set it touches holds exactly W of its lines, as the three Cs' shadow holds its
-  // last N: every later line misses both, evicting the streak's line of its set W
-  // visits before, and the other sets are not touched. So count() holds its later lines
-  // back (`held`), and settle() counts a whole number of W x P or more of them at once
+  // of W ways that allocates them, once W x P of its lines were simulated each set it
+  // touches holds exactly W of its lines, and once N = S x W were, the three Cs' shadow
+  // holds its last N (or before that, if none of its lines up to the N-th is in the
+  // shadow: hold_from()): every later line misses both, evicting the streak's line of
+  // its set W visits before, and the other sets are not touched. So count() holds its
+  // later lines back (`held`), and settle() counts a whole number of W x P or more of them at once
   // (P at a time, so that each line keeps its set), in O(N) and a bit per line: misses,
   // the cold ones from the seen bitmap, the victims' write-backs (the lines of its sets
   // now, as they are; the streak's own, if it writes back), its sets advanced; the rest
@@ -986,6 +987,10 @@ struct CacheModel::Impl {
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
+    // The rows after which its sets repeat: they move it by a whole number of sets.
+    std::uint64_t period_rows(std::uint64_t sets) const {
+      return sets / std::gcd((row == 0 ? 1 : stride) % sets, sets);
+    }
     // fn(line, n) for the runs of consecutive lines among its lines k .. k + count - 1
     // (its rows, or what of them is there), in order: one division, not one a line.
     template <class Fn>
@@ -1245,11 +1250,13 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
 std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
   // Its sets are full of its lines after W x P of them; the three Cs' shadow holds only
   // its lines after N, unless settle() finds none of the lines up to the N-th resident
-  // (LruShadow::holds, on the shadow's own hash: on the stamps it is N).
-  const std::uint64_t n = config.lines(), sets = config.sets();
+  // (LruShadow::holds, on the shadow's own hash: on the stamps it is N). A streak whose
+  // W x P is more than N is not held at all: settle() could count none of it.
+  const std::uint64_t n = config.lines();
+  const std::uint64_t full = config.associativity() * k.period_rows(config.sets()) * k.row;
+  if (full > n) return ~std::uint64_t(0);
   if (config.three_cs && on_stamps) return n;
-  const std::uint64_t rows = sets / std::gcd(k.stride % sets, sets);
-  return std::max(k.length, std::min(n, config.associativity() * rows * k.row));
+  return std::max(k.length, full);
 }
 
 void CacheModel::Impl::settle() {
@@ -1257,10 +1264,10 @@ void CacheModel::Impl::settle() {
   const std::uint64_t n = config.lines(), sets = config.sets(), ways = config.associativity();
   const std::uint64_t held = streak.held;
   streak.held = 0;
-  const std::uint64_t k0 = streak.length - held;  // the first held line; N were simulated before it
+  const std::uint64_t k0 = streak.length - held;  // the first held line (hold_from() were simulated before it)
   // A period: the rows that move the streak by a whole number of sets, and its lines.
   const std::uint64_t row = streak.row == 0 ? 1 : streak.row, stride = streak.row == 0 ? 1 : streak.stride;
-  const std::uint64_t rows = sets / std::gcd(stride % sets, sets), period = rows * row;
+  const std::uint64_t rows = streak.period_rows(sets), period = rows * row;
   std::uint64_t d = 0;  // counted: the lines k0 .. k0 + d - 1
   if (period <= n && k0 >= ways * period && held >= ways * period) d = held / period * period;
   if (d != 0 && config.three_cs && k0 < n) {
