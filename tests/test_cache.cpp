@@ -580,13 +580,16 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
   // simulates every access: streams of streaks of every length around N, 2N and 3N,
   // rows of 1, 2, 3 or 8 lines at strides that share factors with the sets, reads and
   // writes (dirty lines before the streak, written back as it evicts them), write-back
-  // or -through, allocating writes or not, the three Cs or not, cut into batches of
-  // random sizes (a streak goes on from batch to batch), with snapshots taken between
-  // batches (they settle a streak in the middle).
+  // or -through, allocating writes or not, the three Cs or not, sets that are not a
+  // power of two, two traces, cut into batches of random sizes (a streak goes on from
+  // batch to batch), with snapshots taken between batches and some batches run with
+  // each access's outcome (both settle a streak in the middle).
   std::mt19937_64 rng(1028);
   int streaks = 0;
   for (int round = 0; round < 300; ++round) {
-    const std::uint64_t ways = std::uint64_t(1) << (rng() % 5), sets = std::uint64_t(1) << (rng() % 5);
+    const std::uint64_t odd_sets[] = {3, 5, 6, 12};  // a line's set is then line % sets
+    const std::uint64_t ways = std::uint64_t(1) << (rng() % 5);
+    const std::uint64_t sets = round % 4 == 3 ? odd_sets[rng() % 4] : std::uint64_t(1) << (rng() % 5);
     CacheConfig c = shape(sets * ways, ways, 1);
     c.write_back = rng() % 3 != 0, c.write_allocate = rng() % 3 != 0, c.three_cs = rng() % 4 != 0;
     const std::uint64_t n = sets * ways;
@@ -613,21 +616,33 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
                                        12 * n + rng() % (4 * n)};
       const std::uint64_t length = std::max<std::uint64_t>(1, lengths[rng() % 8]);
       const std::uint64_t first = rng() % (6 * n + 20);
-      const std::uint32_t tensor = std::uint32_t(rng() % 3);
+      const std::uint32_t tensor = std::uint32_t(rng() % 3), trace = rng() % 3 == 0 ? kNoTrace : tensor % 2;
       const bool write = rng() % 3 == 0;
       if (rng() % 2 == 0)  // some of its first lines written just before: dirty hits
         for (std::uint64_t k = 0; k < n; k += 1 + rng() % 3)
-          in.push_back({0, first + k / row * stride + k % row, kNoTrace, tensor, true});
+          in.push_back({0, first + k / row * stride + k % row, trace, tensor, true});
       for (std::uint64_t k = 0; k < length; ++k)
-        in.push_back({0, first + k / row * stride + k % row, kNoTrace, tensor, write});
+        in.push_back({0, first + k / row * stride + k % row, trace, tensor, write});
       streaks += length > n;
     }
-    CacheModel fast(c, 3, 0), plain(c, 3, 0, CacheEngine::generic);
+    CacheModel fast(c, 3, 2), plain(c, 3, 2, CacheEngine::generic);
     const LineOwners owners;
     CacheSnapshot snap;
+    std::vector<CacheAccess> out_fast, out_plain;
     for (std::size_t at = 0; at < in.size();) {
       const std::size_t k = std::min<std::size_t>(in.size() - at, 1 + rng() % 700);
-      fast.count(std::span(in).subspan(at, k)), plain.count(std::span(in).subspan(at, k));
+      const auto batch = std::span(in).subspan(at, k);
+      if (rng() % 8 == 0) {  // each access's outcome: the lines held back are settled first
+        out_fast.clear(), out_plain.clear();
+        fast.run(batch, out_fast), plain.run(batch, out_plain);
+        REQUIRE(out_fast.size() == out_plain.size());
+        for (std::size_t i = 0; i < out_fast.size(); ++i) {
+          CHECK(out_fast[i].flags == out_plain[i].flags);
+          CHECK(out_fast[i].victim == out_plain[i].victim);
+        }
+      } else {
+        fast.count(batch), plain.count(batch);
+      }
       if (rng() % 4 == 0) fast.snapshot(owners, snap);
       at += k;
     }
@@ -638,6 +653,7 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
     const CacheReport a = fast.report(), b = plain.report();
     check_same(a.total, b.total);
     for (std::size_t t = 0; t < 3; ++t) check_same(a.tensors[t], b.tensors[t]);
+    for (std::size_t t = 0; t < 2; ++t) check_same(a.traces[t], b.traces[t]);
   }
   CHECK(streaks > 500);
 }
