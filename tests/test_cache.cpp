@@ -658,25 +658,33 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
   CHECK(streaks > 500);
 }
 
-TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes") {
-  // Warps are taken only after comparing states; whatever they skip, every figure must
-  // be the one access-by-access simulation gives.
-  const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
-  std::mt19937_64 rng(2026);
+// A random cache for the warp doctests: lines of 2^smallest .. 16 bytes, 1 .. 8 ways
+// (or fully associative), 1 .. 8 sets, LRU or FIFO, any write policy.
+CacheConfig random_warp_cache(std::mt19937_64& rng, unsigned smallest) {
+  CacheConfig c;
+  c.line_bytes = std::uint64_t(1) << (smallest + rng() % (5 - smallest));
+  const std::uint64_t ways = std::uint64_t(1) << (rng() % 4), sets = std::uint64_t(1) << (rng() % 4);
+  c.ways = rng() % 5 == 0 ? 0 : ways;
+  c.size = c.line_bytes * ways * (c.ways == 0 ? 1 : sets);
+  c.policy = rng() % 2 ? CachePolicy::lru : CachePolicy::fifo;
+  c.write_back = rng() % 4 != 0;
+  c.write_allocate = rng() % 4 != 0;
+  return c;
+}
+
+// 120 random caches over `source` of `s`, a third of them over a --from/--to window,
+// each run warped and plainly: every figure must be the plain one. Returns the warps.
+std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, std::uint64_t seed,
+                                  unsigned smallest_line) {
+  std::mt19937_64 rng(seed);
   std::uint64_t warps = 0;
   for (int round = 0; round < 120; ++round) {
-    CacheConfig c;
-    c.line_bytes = std::uint64_t(1) << (rng() % 5);  // 1 .. 16 bytes
-    const std::uint64_t ways = std::uint64_t(1) << (rng() % 4), sets = std::uint64_t(1) << (rng() % 4);
-    c.ways = rng() % 5 == 0 ? 0 : ways;
-    c.size = c.line_bytes * ways * (c.ways == 0 ? 1 : sets);
-    c.policy = rng() % 2 ? CachePolicy::lru : CachePolicy::fifo;
-    c.write_back = rng() % 4 != 0;
-    c.write_allocate = rng() % 4 != 0;
+    const CacheConfig c = random_warp_cache(rng, smallest_line);
     TraceOptions o;
     if (round % 3 == 1) o.from = std::int64_t(rng() % 20), o.to = std::int64_t(100 + rng() % 400);
     CacheRunOptions plain, warped;
     plain.caches = warped.caches = {c};
+    plain.source = warped.source = source;
     plain.warp = false;
     const CacheRun a = simulate_caches(s, o, plain), b = simulate_caches(s, o, warped);
     CAPTURE(round);
@@ -692,7 +700,14 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
       warps += b.warp->warps;
     }
   }
-  CHECK(warps > 10);  // the test must exercise warps, not only plain simulation
+  return warps;
+}
+
+TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes") {
+  // Warps are taken only after comparing states; whatever they skip, every figure must
+  // be the one access-by-access simulation gives.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
+  CHECK(warps_against_plain(s, "trace", 2026, 0) > 10);  // it must exercise warps, not only plain simulation
 }
 
 // The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory
@@ -720,53 +735,18 @@ mapping:
       - !Compute {einsum: Y, component: MAC}
 )";
 
-CacheConfig random_warp_cache(std::mt19937_64& rng) {
-  CacheConfig c;
-  c.line_bytes = std::uint64_t(1) << (2 + rng() % 3);  // 4 .. 16 bytes
-  const std::uint64_t ways = std::uint64_t(1) << (rng() % 4), sets = std::uint64_t(1) << (rng() % 4);
-  c.ways = rng() % 5 == 0 ? 0 : ways;
-  c.size = c.line_bytes * ways * (c.ways == 0 ? 1 : sets);
-  c.policy = rng() % 2 ? CachePolicy::lru : CachePolicy::fifo;
-  c.write_back = rng() % 4 != 0;
-  c.write_allocate = rng() % 4 != 0;
-  return c;
-}
-
 TEST_CASE("cache warp over the transfers: the counts of plain simulation, over random cache shapes") {
   // The requests cannot be cut at a timestep: the stream is read once and each block a
   // warp counts was checked, access by access, to repeat the recorded one.
   const Schedule s = th::compile_text2(kWarpWorkload, kWarpBufferedMapping);
-  std::mt19937_64 rng(28);
-  std::uint64_t warps = 0;
-  for (int round = 0; round < 120; ++round) {
-    const CacheConfig c = random_warp_cache(rng);
-    TraceOptions o;
-    if (round % 3 == 1) o.from = std::int64_t(rng() % 20), o.to = std::int64_t(100 + rng() % 400);
-    CacheRunOptions plain, warped;
-    plain.caches = warped.caches = {c};
-    plain.source = warped.source = "transfers:MainMemory";
-    plain.warp = false;
-    const CacheRun a = simulate_caches(s, o, plain), b = simulate_caches(s, o, warped);
-    CAPTURE(round);
-    CAPTURE(c.size);
-    CAPTURE(c.ways);
-    CAPTURE(c.line_bytes);
-    CHECK(!a.warp);
-    check_same(a.caches[0].total, b.caches[0].total);
-    for (std::size_t t = 0; t < a.caches[0].tensors.size(); ++t) check_same(a.caches[0].tensors[t], b.caches[0].tensors[t]);
-    if (b.warp) {
-      CHECK(b.warp->simulated + b.warp->skipped == b.caches[0].total.accesses);
-      warps += b.warp->warps;
-    }
-  }
-  CHECK(warps > 10);
+  CHECK(warps_against_plain(s, "transfers:MainMemory", 28, 2) > 10);
 }
 
 TEST_CASE("cache warp over a stream: a block that does not repeat the recorded one is simulated from there") {
   // The requests of the buffered mapping with one access changed late in the stream (a
-  // line moved, a read made a write or the reverse, or the access dropped): the blocks checked before it are counted, the
-  // changed block is simulated from its start, and every count is the plain model's on
-  // the same stream.
+  // line moved, a read made a write or the reverse, or the access dropped): the blocks
+  // checked before it are counted, the changed block is simulated from its start, and
+  // every count is the plain model's on the same stream.
   const Schedule s = th::compile_text2(kWarpWorkload, kWarpBufferedMapping);
   TransferOptions t;
   t.level = "MainMemory";
@@ -780,7 +760,7 @@ TEST_CASE("cache warp over a stream: a block that does not repeat the recorded o
   std::mt19937_64 rng(5);
   std::uint64_t gave_up = 0;
   for (int round = 0; round < 300; ++round) {
-    CacheConfig c = random_warp_cache(rng);
+    CacheConfig c = random_warp_cache(rng, 2);
     if (c.line_bytes != 8) c.size = c.size / c.line_bytes * 8, c.line_bytes = 8;
     std::vector<LineAccess> doctored = stream;
     const std::size_t at = doctored.size() / 3 + rng() % (2 * doctored.size() / 3);

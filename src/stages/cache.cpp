@@ -933,6 +933,10 @@ struct CacheModel::Impl {
   std::vector<std::uint32_t> key_tensor;     // per key
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
   std::size_t n_traces = 0;
+  // The counters an access of `trace` (or kNoTrace) and `tensor` goes to.
+  std::size_t key(std::uint32_t trace, std::uint32_t tensor) const {
+    return trace != kNoTrace ? trace : n_traces + tensor;
+  }
   SeenLines seen;
   // The three Cs' fully associative LRU of the same lines: on the stamps of the
   // engines that keep them (SmallSets, PlruSets), else on its own.
@@ -1125,7 +1129,7 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
     }
     if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
     if constexpr (Emit) r->flags = flags;
-    const std::size_t key = a.trace != kNoTrace ? a.trace : n_traces + a.tensor;
+    const std::size_t key = this->key(a.trace, a.tensor);
     key_tensor[key] = a.tensor;
     CacheTally& c = keys[key];
     c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
@@ -1299,9 +1303,9 @@ void CacheModel::Impl::settle() {
     // The victims: the lines of those sets now, then d - resident of the streak's own.
     small_lru.advance(used, d / period * rows * stride, dirty, streak.tensor, writebacks);
     if (dirty) writebacks[streak.tensor] += d - resident;
-    const std::size_t key = streak.trace != kNoTrace ? streak.trace : n_traces + streak.tensor;
-    key_tensor[key] = streak.tensor;
-    CacheTally& c = keys[key];
+    const std::size_t k = key(streak.trace, streak.tensor);
+    key_tensor[k] = streak.tensor;
+    CacheTally& c = keys[k];
     c.accesses += d;
     if (streak.write && !config.write_back) c.write_throughs += d;
     if (config.three_cs) {
@@ -1404,7 +1408,7 @@ bool CacheModel::can_warp() const {
 }
 
 std::size_t CacheModel::key_of(const LineAccess& a) const {
-  return a.trace != kNoTrace ? a.trace : impl_->n_traces + a.tensor;
+  return impl_->key(a.trace, a.tensor);
 }
 
 void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {

@@ -95,6 +95,16 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   const std::uint64_t line = options.caches.front().line_bytes;
   CacheRun run;
   run.source = options.source;
+  // One cache, counts alone: `warp` (warp_trace or warp_stream) may run it on a fresh
+  // model; whether it did (then `run` holds its report).
+  const auto warped = [&](auto&& warp) {
+    if (!options.warp || each || options.caches.size() != 1 || options.curve) return false;
+    CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
+    WarpStats stats;
+    if (!warp(model, stats)) return false;
+    run.caches = {model.report()}, run.warp = stats;
+    return true;
+  };
   if (options.source == "trace") {
     // Runs of elements, not elements: the lines of a run come at once.
     auto trace = trace_runs_pipeline(s, o);
@@ -102,15 +112,8 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
     // The compute sees no one level: the layout's entries for every level place it.
     AddressMap map = default_address_map(s, trace.context(), options.align, options.layout, "");
     run.addresses = map;
-    if (options.warp && !each && options.caches.size() == 1 && !options.curve) {
-      CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
-      WarpStats stats;
-      if (warp_trace(s, o, map, line, model, stats)) {
-        run.caches = {model.report()};
-        run.warp = stats;
-        return run;
-      }
-    }
+    if (warped([&](CacheModel& model, WarpStats& stats) { return warp_trace(s, o, map, line, model, stats); }))
+      return run;
     pull(std::move(trace) | cache_lines(line, std::move(map), true), options, run, each);
     return run;
   }
@@ -131,15 +134,10 @@ CacheRun simulate_caches(const Schedule& s, const TraceOptions& o, const CacheRu
   run.tensors = traced_tensors(s, requests.context());
   const AddressMap map = requests.addresses();
   auto lines = std::move(requests) | cache_lines(line);
-  if (options.warp && !each && options.caches.size() == 1 && !options.curve) {
-    CacheModel model(options.caches.front(), s.tensors.size(), s.traces.size());
-    WarpStats stats;
-    if (warp_stream(s, o, map, line, [&] { return lines.next_batch(); }, model, stats)) {
-      run.caches = {model.report()};
-      run.warp = stats;
-      return run;
-    }
-  }
+  if (warped([&](CacheModel& model, WarpStats& stats) {
+        return warp_stream(s, o, map, line, [&] { return lines.next_batch(); }, model, stats);
+      }))
+    return run;
   pull(std::move(lines), options, run, each);
   return run;
 }

@@ -380,6 +380,7 @@ bool warp_stream(const Schedule& s, const TraceOptions& o, const AddressMap& map
   std::uint64_t in_run = 0;
   std::vector<LineAccess> replay;
 
+  const auto start_recording = [&] { first.reset(sp->loop->delta, max_runs), recorded.reset(max_runs); };
   const auto simulate = [&](std::span<const LineAccess> batch, bool record) {
     if (batch.empty()) return;
     if (record) first.add(batch, model), recorded.add(batch);
@@ -429,7 +430,7 @@ bool warp_stream(const Schedule& s, const TraceOptions& o, const AddressMap& map
         phase = Phase::plain, now = block_end;  // the spans inside it from here
       } else {
         std::swap(before, after);
-        first.reset(sp->loop->delta, max_runs), recorded.reset(max_runs);
+        start_recording();
       }
     } else if (run_at != recorded.runs().size()) {  // checking: the block stopped short
       give_up(block_end);
@@ -465,7 +466,7 @@ bool warp_stream(const Schedule& s, const TraceOptions& o, const AddressMap& map
           continue;
         }
         model.snapshot(plan.owners, before);
-        first.reset(sp->loop->delta, max_runs), recorded.reset(max_runs);
+        start_recording();
         phase = Phase::record, block = 0, block_end = sp->begin + sp->block_time();
         continue;
       }
