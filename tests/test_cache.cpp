@@ -808,6 +808,30 @@ TEST_CASE("seen lines: lines at a stride, against a set") {
   for (std::uint64_t l : {0ull, 5ull, 65535ull, 65536ull, 299999ull}) CHECK(seen.test_and_set(l) == want.count(l) > 0);
 }
 
+TEST_CASE("line bits: set, clear and ranges, against a set") {
+  // Lines near 0, across words and pages, and past the page table (2^36 lines on);
+  // `any` over ranges that start and end inside words and span pages.
+  std::mt19937_64 rng(36);
+  LineBits bits;
+  std::set<std::uint64_t> want;
+  const std::uint64_t bases[] = {0, 65536 - 40, std::uint64_t(1) << 36, (std::uint64_t(1) << 40) + 7};
+  for (int round = 0; round < 20000; ++round) {
+    const std::uint64_t line = bases[rng() % 4] + rng() % 140000;
+    CAPTURE(line);
+    CHECK(bits.test(line) == (want.count(line) > 0));
+    if (want.count(line)) bits.clear(line), want.erase(line);
+    else bits.set(line), want.insert(line);
+    const std::uint64_t first = bases[rng() % 4] + rng() % 140000, last = first + rng() % (rng() % 2 ? 70 : 70000);
+    CAPTURE(first);
+    CAPTURE(last);
+    const auto it = want.lower_bound(first);
+    CHECK(bits.any(first, last) == (it != want.end() && *it <= last));
+  }
+  for (std::uint64_t l : want) bits.clear(l);
+  CHECK(!bits.any(0, 200000));
+  CHECK(!bits.any(std::uint64_t(1) << 36, (std::uint64_t(1) << 36) + 200000));
+}
+
 TEST_CASE("seen lines: a range marks its lines and counts those not seen before") {
   SeenLines seen;
   CHECK(!seen.test_and_set(5));

@@ -557,16 +557,16 @@ class PlruSets : public SignatureSets<TreeMeta> {
 };
 
 // A fully associative LRU cache of N lines that only says hit or miss (the three Cs'
-// shadow): the resident lines in a hash index to their last-use time, and a ring over
-// time holding at each time the line used then if that is still its last use. The
-// least recent line is the oldest live time (a tail that only moves forward). A hit
-// costs the index probe and two ring writes, where a linked list touched the line, its
-// neighbours and the head; the ring is compacted (live times renumbered) when it
-// fills, O(N) per 3N accesses at least. Lines never seen before (a stream's cold
-// misses) are pending: kept in the ring (`pending_`), not the hash, until a search for a line that may be one of them (a count per bucket of lines
-// says) puts them all there; a pending line that ages out first never touches the hash
-// (a decode layer's weights stream through the shadow at the cost of a ring write and
-// a count each). Memory follows N.
+// shadow): a bit per resident line, the resident lines in a hash index to their
+// last-use time, and a ring over time holding at each time the line used then if that
+// is still its last use. The least recent line is the oldest live time (a tail that
+// only moves forward). A miss is known from the bits: the line waits in the ring
+// (`pending_`), not the hash, until a line found resident is not in the hash (one of
+// them: all go in), so a stream's misses never touch the hash and a capacity stream
+// costs a bit, a ring write and the eviction's bit. A hit costs the bit, the index
+// probe and two ring writes, where a linked list touched the line, its neighbours and
+// the head; the ring is compacted (live times renumbered) when it fills, O(N) per 3N
+// accesses at least. Memory follows N.
 class LruShadow {
  public:
   void init(std::size_t lines) {
@@ -575,8 +575,6 @@ class LruShadow {
     ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
     pending_.assign(ring_.size(), kNoLine);
     ring_mask_ = ring_.size() - 1;
-    filter_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), 0);
-    filter_shift_ = unsigned(64 - std::countr_zero(filter_.size()));
     now_ = tail_ = flushed_ = used_ = 0;
   }
   // A later access's slot, and the slot of the line a miss would evict then (the live
@@ -588,47 +586,19 @@ class LruShadow {
       if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s < kPending) slots_.prefetch_at(s);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
-  // `absent`: the caller knows it is not (a line never seen): no search, and it waits
-  // in the ring.
-  // Inlined where the line is absent (a stream's cold misses: most of a decode layer's
-  // accesses), the search out of line.
+  // `absent`: the caller knows it is not (a line never seen): not even its bit is read.
   [[gnu::always_inline]] bool access(std::uint64_t line, bool allocate, bool absent = false) {
-    if (!absent) return search(line, allocate);
+    if (!absent && resident_.test(line)) return hit(line);
     if (!allocate) return false;
-    if (used_ < n_) {
-      ++used_;
-    } else if (const std::uint64_t t = tail_ & ring_mask_; ring_[t] == kPending) {
-      --filter_[bucket(pending_[t])];  // the least recent line is pending: it only leaves the ring
-      ring_[t] = kDead;
-      ++tail_;
-    } else {
-      make_room();
-    }
+    make_room();
     ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
-    ++filter_[bucket(line)];
+    resident_.set(line);
     ++now_;
     if (now_ - tail_ > ring_mask_) compact();
     return false;
   }
-  // Whether `line` is resident, changing nothing; exact once the pending lines were
-  // taken into the hash (take_pending()).
-  bool holds(std::uint64_t line) const { return slots_.find(line) != LineMap<std::uint64_t>::npos; }
-  void take_pending() { flush(); }
-  bool search(std::uint64_t line, bool allocate) {
-    if (filter_[bucket(line)] != 0) flush();  // it may be pending
-    if (const std::uint32_t i = slots_.find(line); i != LineMap<std::uint64_t>::npos) {
-      ring_[slots_.value(i) & ring_mask_] = kDead;
-      ring_[now_ & ring_mask_] = i;
-      slots_.value(i) = now_++;
-      if (now_ - tail_ > ring_mask_) compact();
-      return true;
-    }
-    if (!allocate) return false;
-    make_room();
-    insert(line, now_++);
-    if (now_ - tail_ > ring_mask_) compact();
-    return false;
-  }
+  // Whether any of the lines first .. last is resident, changing nothing.
+  bool holds_any(std::uint64_t first, std::uint64_t last) const { return resident_.any(first, last); }
   // The resident lines, least recent first.
   void lines(std::vector<std::uint64_t>& out) const {
     out.clear();
@@ -644,8 +614,8 @@ class LruShadow {
   void assign(const std::vector<std::uint64_t>& lines) {
     for (std::uint64_t t = tail_; t < now_; ++t) {
       std::uint64_t& cell = ring_[t & ring_mask_];
-      if (cell == kPending) --filter_[bucket(pending_[t & ring_mask_])];
-      else if (cell != kDead) slots_.vacate(std::uint32_t(cell));
+      if (cell == kPending) resident_.clear(pending_[t & ring_mask_]);
+      else if (cell != kDead) resident_.clear(slots_.line(std::uint32_t(cell))), slots_.vacate(std::uint32_t(cell));
       cell = kDead;  // (every cell outside the live times is dead)
     }
     now_ = tail_ = flushed_ = used_ = 0;
@@ -655,22 +625,22 @@ class LruShadow {
  private:
   static constexpr std::uint64_t kDead = ~std::uint64_t(0);  // a ring cell whose time is no line's last use
   static constexpr std::uint64_t kPending = kDead - 1;       // ... whose line is in pending_
-  // `line` (not resident) into the hash, last used at `time`.
-  void insert(std::uint64_t line, std::uint64_t time) {
-    ring_[time & ring_mask_] = slots_.insert(line, time);
+  // `line` is resident: it becomes the newest.
+  bool hit(std::uint64_t line) {
+    std::uint32_t i = slots_.find(line);
+    if (i == LineMap<std::uint64_t>::npos) flush(), i = slots_.find(line);  // it is pending
+    ring_[slots_.value(i) & ring_mask_] = kDead;
+    ring_[now_ & ring_mask_] = i;
+    slots_.value(i) = now_++;
+    if (now_ - tail_ > ring_mask_) compact();
+    return true;
   }
   // The pending lines still resident into the hash.
   void flush() {
     for (std::uint64_t t = std::max(flushed_, tail_); t < now_; ++t)
-      if (ring_[t & ring_mask_] == kPending) {
-        --filter_[bucket(pending_[t & ring_mask_])];
-        insert(pending_[t & ring_mask_], t);
-      }
+      if (ring_[t & ring_mask_] == kPending) ring_[t & ring_mask_] = slots_.insert(pending_[t & ring_mask_], t);
     flushed_ = now_;
   }
-  // Of 16 consecutive lines: a stream's run of pending lines fills few buckets, so a
-  // line beside it seldom finds its bucket counted.
-  std::size_t bucket(std::uint64_t line) const { return std::size_t(((line >> 4) * 0xD6E8FEB86659FD93ull) >> filter_shift_); }
   // Past N lines, the least recent goes (a pending one only leaves the ring).
   void make_room() {
     if (used_ < n_) {
@@ -680,30 +650,35 @@ class LruShadow {
     while (ring_[tail_ & ring_mask_] == kDead) ++tail_;
     const std::uint64_t victim = ring_[tail_ & ring_mask_];  // its slot: no search
     ring_[tail_ & ring_mask_] = kDead;
-    if (victim == kPending) --filter_[bucket(pending_[tail_ & ring_mask_])];
-    else slots_.erase_at(std::uint32_t(victim), [&](std::uint64_t time, std::uint32_t i) { ring_[time & ring_mask_] = i; });
+    if (victim == kPending) {
+      resident_.clear(pending_[tail_ & ring_mask_]);
+    } else {
+      resident_.clear(slots_.line(std::uint32_t(victim)));
+      slots_.erase_at(std::uint32_t(victim), [&](std::uint64_t time, std::uint32_t i) { ring_[time & ring_mask_] = i; });
+    }
     ++tail_;
   }
-  // The live times from the tail on, renumbered without gaps (their order kept).
+  // The live times from the tail on, renumbered without gaps (their order kept; a
+  // pending line moves with its time).
   void compact() {
-    flush();
     std::uint64_t k = tail_;
     for (std::uint64_t t = tail_; t < now_; ++t) {
       const std::uint64_t slot = ring_[t & ring_mask_];
       if (slot == kDead) continue;
       ring_[t & ring_mask_] = kDead;
       ring_[k & ring_mask_] = slot;
-      slots_.value(std::uint32_t(slot)) = k++;
+      if (slot == kPending) pending_[k & ring_mask_] = pending_[t & ring_mask_];
+      else slots_.value(std::uint32_t(slot)) = k;
+      ++k;
     }
-    now_ = flushed_ = k;
+    now_ = k, flushed_ = tail_;  // (flush() looks at every live time again)
   }
 
   std::size_t n_ = 0, used_ = 0;
-  LineMap<std::uint64_t> slots_;        // line -> its last use
+  LineMap<std::uint64_t> slots_;        // line -> its last use (the resident lines not pending)
+  LineBits resident_;                   // every resident line
   std::vector<std::uint64_t> ring_;     // per time (mod its size): the slot of the line last used then
   std::vector<std::uint64_t> pending_;  // per time whose cell is kPending: the line (not in the hash)
-  std::vector<std::uint32_t> filter_;   // per bucket of lines: how many are pending (none: no flush)
-  unsigned filter_shift_ = 58;
   std::size_t ring_mask_ = 0;
   std::uint64_t now_ = 0, tail_ = 0, flushed_ = 0;
 };
@@ -1234,7 +1209,27 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
         }
         if (++k.length > k.hold_from) {
           if (from != p) dispatch<false>({from, p}, nullptr);
-          from = p + 1, ++k.held, held = true;
+          ++k.held, held = true;
+          // Held back: the lines that follow on, a row at a time, in a tight loop.
+          const LineAccess* q = p + 1;
+          const auto same = [&](const LineAccess& b) {
+            return b.tensor == k.tensor && b.trace == k.trace && b.write == k.write;
+          };
+          for (;;) {
+            const std::uint64_t left = k.row == 0 ? ~std::uint64_t(0) : k.row - k.in_row;
+            const std::uint64_t most = std::min<std::uint64_t>(left, std::uint64_t(end - q));
+            std::uint64_t i = 0;
+            while (i < most && q[i].line == k.next + i && same(q[i])) ++i;
+            q += i, k.length += i, k.held += i;
+            if (k.row != 0 && i == left) {
+              k.row_start += k.stride, k.next = k.row_start, k.in_row = 0;
+              continue;
+            }
+            k.next += i;
+            if (k.row != 0) k.in_row += i;
+            break;
+          }
+          p = q - 1, from = q;
         }
         continue;
       }
@@ -1280,12 +1275,10 @@ void CacheModel::Impl::settle() {
     // - 1 miss it if none of them is resident now (and the shadow holds only its lines
     // after its N-th).
     bool miss = !on_stamps && k0 + d >= n;
-    if (miss) {
-      shadow.take_pending();
+    if (miss)
       streak.each_run(k0, n - k0, [&](std::uint64_t line, std::uint64_t count) {
-        for (std::uint64_t i = 0; i < count && miss; ++i) miss = !shadow.holds(line + i);
+        miss = miss && !shadow.holds_any(line, line + count - 1);
       });
-    }
     if (!miss) d = 0;
   }
   if (d != 0) {

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -76,6 +78,72 @@ class SeenLines {
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
   std::uint64_t last_page_ = ~std::uint64_t(0);
   std::uint64_t* last_ = nullptr;
+};
+
+// Which lines are in a set that comes and goes (the three Cs' shadow's resident
+// lines): a bit per line in pages of 2^16 lines, made as addresses reach them (as
+// SeenLines: memory follows the addresses touched, a 512th of their bytes at 64-byte
+// lines). A page's place is found in a table indexed by its number (addresses start
+// near 0), or a map for pages past it.
+class LineBits {
+ public:
+  bool test(std::uint64_t line) const {
+    const std::uint64_t* p = find(line >> 16);
+    return p != nullptr && (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
+  }
+  void set(std::uint64_t line) { make(line >> 16)[(line >> 6) & 1023] |= std::uint64_t(1) << (line & 63); }
+  // `line` (in the set) out.
+  void clear(std::uint64_t line) {
+    const_cast<std::uint64_t*>(find(line >> 16))[(line >> 6) & 1023] &= ~(std::uint64_t(1) << (line & 63));
+  }
+  // Whether any of the lines first .. last (first <= last) is in the set: a word at a time.
+  bool any(std::uint64_t first, std::uint64_t last) const {
+    for (std::uint64_t l = first;;) {
+      const std::uint64_t end = std::min(last, l | 0xFFFF);  // in this page
+      if (const std::uint64_t* p = find(l >> 16))
+        for (std::uint64_t w = l;;) {
+          const std::uint64_t to = std::min(end, w | 63);  // in this word
+          const unsigned n = unsigned(to - w + 1);
+          const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << (w & 63);
+          if ((p[(w >> 6) & 1023] & mask) != 0) return true;
+          if (to == end) break;
+          w = to + 1;
+        }
+      if (end == last) return false;
+      l = end + 1;
+    }
+  }
+
+ private:
+  using Page = std::array<std::uint64_t, 1024>;
+  static constexpr std::uint64_t kTablePages = std::uint64_t(1) << 20;  // lines below 2^36 (4 TiB at 64 bytes)
+  const std::uint64_t* find(std::uint64_t number) const {
+    if (number < table_.size()) [[likely]]
+      return table_[number] ? table_[number]->data() : nullptr;
+    return far(number);
+  }
+  const std::uint64_t* far(std::uint64_t number) const {
+    if (number < kTablePages) return nullptr;
+    const auto it = far_.find(number);
+    return it == far_.end() ? nullptr : it->second->data();
+  }
+  std::uint64_t* make(std::uint64_t number) {
+    if (number < table_.size() && table_[number]) [[likely]]
+      return table_[number]->data();
+    std::unique_ptr<Page>* slot;
+    if (number < kTablePages) {
+      if (number >= table_.size())
+        table_.resize(std::min<std::size_t>(kTablePages, std::max<std::size_t>(number + 1, 2 * table_.size())));
+      slot = &table_[number];
+    } else {
+      slot = &far_[number];
+    }
+    if (!*slot) *slot = std::make_unique<Page>(Page{});
+    return (*slot)->data();
+  }
+
+  std::vector<std::unique_ptr<Page>> table_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> far_;
 };
 
 }  // namespace looptrace
