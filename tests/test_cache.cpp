@@ -808,6 +808,27 @@ TEST_CASE("seen lines: lines at a stride, against a set") {
   for (std::uint64_t l : {0ull, 5ull, 65535ull, 65536ull, 299999ull}) CHECK(seen.test_and_set(l) == want.count(l) > 0);
 }
 
+TEST_CASE("seen lines: rows of lines at a stride, against a set") {
+  // Rows inside a word, across words and longer than a word, at strides below a row's
+  // end and beyond a page, over lines partly seen before.
+  std::mt19937_64 rng(65);
+  SeenLines seen;
+  std::set<std::uint64_t> want;
+  for (int round = 0; round < 400; ++round) {
+    const std::uint64_t rows_of[] = {1, 2, 3, 8, 63, 64, 65, 130};
+    const std::uint64_t row = rows_of[rng() % 8], stride = row + rng() % (rng() % 2 ? 100 : 70000);
+    const std::uint64_t first = rng() % 300000, rows = 1 + rng() % 50;
+    std::uint64_t fresh = 0;
+    for (std::uint64_t r = 0; r < rows; ++r)
+      for (std::uint64_t i = 0; i < row; ++i) fresh += want.insert(first + r * stride + i).second;
+    CAPTURE(round);
+    CHECK(seen.test_and_set_rows(first, row, stride, rows) == fresh);
+  }
+  // Every line marked, and no other: what is left of 0 .. 400000 is fresh.
+  CHECK(seen.test_and_set_range(0, 400000) ==
+        400001 - std::uint64_t(std::distance(want.begin(), want.upper_bound(400000))));
+}
+
 TEST_CASE("line bits: set, clear and ranges, against a set") {
   // Lines near 0, across words and pages, and past the page table (2^36 lines on);
   // `any` over ranges that start and end inside words and span pages.

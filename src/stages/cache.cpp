@@ -618,8 +618,11 @@ class LruShadow {
       else if (cell != kDead) resident_.clear(slots_.line(std::uint32_t(cell))), slots_.vacate(std::uint32_t(cell));
       cell = kDead;  // (every cell outside the live times is dead)
     }
-    now_ = tail_ = flushed_ = used_ = 0;
-    for (std::uint64_t l : lines) access(l, true, true);
+    // Then the last N of `lines` pending at times 0, 1, ... (no room to make, no compaction).
+    const std::size_t skip = lines.size() > n_ ? lines.size() - n_ : 0;
+    for (std::size_t t = 0; t + skip < lines.size(); ++t)
+      ring_[t] = kPending, pending_[t] = lines[t + skip], resident_.set(lines[t + skip]);
+    now_ = used_ = lines.size() - skip, tail_ = flushed_ = 0;
   }
 
  private:
@@ -1305,10 +1308,17 @@ void CacheModel::Impl::settle() {
       std::uint64_t fresh = 0;
       if (row == 1 && streak.row != 0)  // lines at a stride: the bits of a word at a time
         fresh = seen.test_and_set_strided(streak.line(k0), stride, d);
-      else  // a row (or what of it is counted) at a time
-        streak.each_run(k0, d, [&](std::uint64_t line, std::uint64_t count) {
+      else if (streak.row == 0)
+        fresh = seen.test_and_set_range(streak.line(k0), streak.line(k0) + d - 1);
+      else {  // what is left of k0's row, the whole rows, what is counted of the last one
+        const std::uint64_t head = std::min(d, (row - k0 % row) % row), rows = (d - head) / row;
+        const auto runs = [&](std::uint64_t line, std::uint64_t count) {
           fresh += seen.test_and_set_range(line, line + count - 1);
-        });
+        };
+        streak.each_run(k0, head, runs);
+        fresh += seen.test_and_set_rows(streak.line(k0 + head), row, stride, rows);
+        streak.each_run(k0 + head + rows * row, d - head - rows * row, runs);
+      }
       c.cold += fresh, c.capacity += d - fresh;
       std::vector<std::uint64_t>& last = streak_lines;  // the shadow: the streak's last N lines
       last.clear();

@@ -62,7 +62,11 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
     const std::uint64_t first = a >> shift_, last = b >> shift_;
     if (ascending && last + 1 == next) return;  // within the last line given (the common case)
     if (ascending && first + 1 >= next) {  // still ascending: the lines from `next` on, in a row
-      for (std::uint64_t l = std::max(first, next); l <= last; ++l) out.push_back({timestep, l, trace, tensor, write});
+      const std::uint64_t from = std::max(first, next);
+      const std::size_t at = out.size(), n = std::size_t(last + 1 - from);
+      out.resize(at + n);  // then written in a loop without a check of the capacity per line
+      LineAccess* o = out.data() + at;
+      for (std::size_t i = 0; i < n; ++i) o[i] = {timestep, from + i, trace, tensor, write};
       next = last + 1;
       return;
     }
