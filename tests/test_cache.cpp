@@ -575,15 +575,15 @@ void check_same(const CacheCounts& a, const CacheCounts& b) {
 }  // namespace
 
 TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the plain simulation's") {
-  // A set-associative LRU cache holds back the lines of a streak past its W x P-th (or
-  // N-th) and counts them at once (CacheModel::Impl::settle). Against the generic engine, which
+  // A set-associative LRU cache holds back the lines of a streak once its rows are known
+  // (on the shadow's stamps, past its N-th) and counts them at once (CacheModel::Impl::settle). Against the generic engine, which
   // simulates every access: streams of streaks of every length around N, 2N and 3N,
   // rows of 1, 2, 3 or 8 lines at strides that share factors with the sets, reads and
   // writes (dirty lines before the streak, written back as it evicts them), write-back
   // or -through, allocating writes or not, the three Cs or not, sets that are not a
   // power of two, two traces, cut into batches of random sizes (a streak goes on from
-  // batch to batch), with snapshots taken between batches and some batches run with
-  // each access's outcome (both settle a streak in the middle).
+  // batch to batch), some streaks twice in a row, with snapshots taken between batches
+  // and some batches run with each access's outcome (both settle a streak in the middle).
   std::mt19937_64 rng(1028);
   int streaks = 0;
   for (int round = 0; round < 300; ++round) {
@@ -621,8 +621,11 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
       if (rng() % 2 == 0)  // some of its first lines written just before: dirty hits
         for (std::uint64_t k = 0; k < n; k += 1 + rng() % 3)
           in.push_back({0, first + k / row * stride + k % row, trace, tensor, true});
-      for (std::uint64_t k = 0; k < length; ++k)
-        in.push_back({0, first + k / row * stride + k % row, trace, tensor, write});
+      // Some streaks come twice in a row: the second starts with the first one's last
+      // lines still held, far into its own lines (they hit only if reached in time).
+      for (int pass = rng() % 4 == 0 ? 2 : 1; pass > 0; --pass)
+        for (std::uint64_t k = 0; k < length; ++k)
+          in.push_back({0, first + k / row * stride + k % row, trace, tensor, write});
       streaks += length > n;
     }
     CacheModel fast(c, 3, 2), plain(c, 3, 2, CacheEngine::generic);

@@ -449,21 +449,26 @@ class SmallSets : public SignatureSets<AgeMeta> {
         out.lines[k] = tag_[set * ways_ + w], out.dirty[k] = meta_[set].dirty[w], out.owner[k] = owner_[set * ways_ + w];
       }
   }
-  // In each set `used` marks (full ones), every line l becomes l + d (d a whole number
-  // of sets: it stays in its set, in its way, at its age), of `tensor`, dirty or clean:
-  // the sets a streak has gone through (CacheModel::Impl::settle). The lines dirty
-  // before are written back (counted per tensor).
-  void advance(const std::vector<char>& used, std::uint64_t d, bool dirty, std::uint32_t tensor,
-               std::vector<std::uint64_t>& writebacks) {
-    for (std::size_t set = 0; set < sets_; ++set) {
-      if (!used[set]) continue;
-      for (std::size_t w = 0; w < ways_; ++w) {
-        const std::size_t i = set * ways_ + w;
-        if (meta_[set].dirty[w]) ++writebacks[owner_[i]];
-        tag_[i] += d, owner_[i] = tensor;
-        meta_[set].sig[w] = signature(tag_[i]), meta_[set].dirty[w] = dirty;
-      }
+  // Whether a line set `set` holds is one `pred` takes.
+  template <class Pred>
+  bool holds_any(std::size_t set, Pred pred) const {
+    for (std::size_t w = 0; w < ways_; ++w)
+      if (meta_[set].age[w] != kEmpty && pred(tag_[set * ways_ + w])) return true;
+    return false;
+  }
+  // Set `set` emptied, its dirty lines written back (counted per tensor).
+  void empty_set(std::size_t set, std::vector<std::uint64_t>& writebacks) {
+    AgeMeta& m = meta_[set];
+    for (std::size_t w = 0; w < ways_; ++w) {
+      const std::size_t i = set * ways_ + w;
+      if (m.age[w] != kEmpty && m.dirty[w]) ++writebacks[owner_[i]];
+      tag_[i] = kNoLine, m.age[w] = kEmpty, m.dirty[w] = 0, m.sig[w] = signature(kNoLine);
     }
+  }
+  // `line` (not held) comes in as a miss does; what it evicts is not said.
+  void put(std::uint64_t line, bool dirty, std::uint32_t tensor) {
+    set_ = set_of(line);
+    fill(line, dirty, tensor);
   }
   std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
   // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
@@ -950,15 +955,17 @@ struct CacheModel::Impl {
   // as 12,288 rows of 8 lines a timestep, DeepSeek-V3's requests as one line in four.
   // Its k-th line is first + (k / row) x stride + k % row, and its sets repeat every P
   // lines (the rows that move it by a whole number of sets). In an LRU cache of S sets
-  // of W ways that allocates them, once W x P of its lines were simulated each set it
-  // touches holds exactly W of its lines, and once N = S x W were, the three Cs' shadow
-  // holds its last N (or before that, if none of its lines up to the N-th is in the
-  // shadow: hold_from()): every later line misses both, evicting the streak's line of
-  // its set W visits before, and the other sets are not touched. So count() holds its
-  // later lines back (`held`), and settle() counts a whole number of W x P or more of them at once
-  // (P at a time, so that each line keeps its set), in O(N) and a bit per line: misses,
-  // the cold ones from the seen bitmap, the victims' write-backs (the lines of its sets
-  // now, as they are; the streak's own, if it writes back), its sets advanced; the rest
+  // of W ways that allocates them, W x P of its lines that none of the sets holds miss
+  // and leave each set it touches holding W of its lines, whatever the set held before;
+  // from then on every line misses, evicting the streak's line of its set W visits
+  // before, and the other sets are not touched. In the three Cs' shadow its lines miss
+  // too if none of those up to the N-th is resident (after N it holds only the
+  // streak's). So count() holds its lines back (`held`) once its rows are known
+  // (hold_from()), and settle() checks those conditions and counts a whole number of W x
+  // P or more of them at once (P at a time, so that each line keeps its set), in O(N)
+  // and a bit per line: misses, the cold ones from the seen bitmap, the victims'
+  // write-backs (the lines of its sets now, as they are; the streak's own, if it writes
+  // back), its sets refilled with their last W lines, the shadow with its last N; the rest
   // it simulates. Only count() holds lines back; whatever reads or changes the state
   // settles first.
   struct Streak {
@@ -966,6 +973,8 @@ struct CacheModel::Impl {
     std::uint64_t next = 0, row_start = 0, in_row = 0;  // the line that goes on with it; its row, its place there
     std::uint64_t length = 0, held = 0;                 // lines so far, the last `held` not simulated
     std::uint64_t hold_from = 0;                        // lines simulated before any is held
+    std::uint64_t commit_held = 0, commit_length = 0;   // held and in all: enough to count (plan_commit())
+    bool committed = false;                             // its held lines are not in the batch: settle() has them
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
@@ -995,6 +1004,8 @@ struct CacheModel::Impl {
   std::vector<std::uint64_t> streak_lines;  // ... and its last N lines
   void count_streaks(std::span<const LineAccess> in);
   std::uint64_t hold_from(const Streak& k) const;
+  std::uint64_t hold_first() const;
+  void plan_commit(Streak& k) const;
   void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
   // (after the engine's lines were shifted).
@@ -1186,18 +1197,26 @@ CacheModel::~CacheModel() { delete impl_; }
 const CacheConfig& CacheModel::config() const { return impl_->config; }
 
 void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
-  const std::uint64_t n = config.lines();
   const LineAccess* p = in.data();
   const LineAccess* const end = p + in.size();
   const LineAccess* from = p;  // the first access neither simulated nor held back
+  // While a streak's held lines are too few for settle() to count, they stay in the
+  // batch from `hold_at` on: if the streak ends before they are enough, they are
+  // simulated with the rest of the batch, never copied.
+  const LineAccess* hold_at = nullptr;
   Streak k = streak;  // in registers: dispatch() does not read it, settle() does
   std::size_t starts = 0;  // streaks started
   bool held = false;
+  const auto commit = [&] {  // the held lines will be counted: what came before them is simulated
+    if (from != hold_at) dispatch<false>({from, hold_at}, nullptr);
+    k.committed = true, held = true;
+  };
   for (; p != end; ++p) {
     const LineAccess& a = *p;
     if (k.length != 0 && a.tensor == k.tensor && a.trace == k.trace && a.write == k.write) {
       bool goes_on = a.line == k.next;
-      if (!goes_on && k.row == 0 && k.held == 0 && a.line > k.next) {  // its first row ends here
+      if (!goes_on && k.row == 0 && !k.committed && a.line > k.next) {  // its first row ends here
+        k.held = 0;  // (those held are in the batch still)
         k.row = k.length, k.stride = a.line - k.first, k.row_start = a.line, k.in_row = 0;
         k.hold_from = hold_from(k);
         goes_on = true;
@@ -1211,8 +1230,8 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
           k.next = a.line + 1;
         }
         if (++k.length > k.hold_from) {
-          if (from != p) dispatch<false>({from, p}, nullptr);
-          ++k.held, held = true;
+          if (k.held == 0 && !k.committed) hold_at = p, plan_commit(k);
+          ++k.held;
           // Held back: the lines that follow on, a row at a time, in a tight loop.
           const LineAccess* q = p + 1;
           const auto same = [&](const LineAccess& b) {
@@ -1232,33 +1251,52 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
             if (k.row != 0) k.in_row += i;
             break;
           }
-          p = q - 1, from = q;
+          p = q - 1;
+          if (!k.committed && k.held >= k.commit_held && k.length >= k.commit_length) commit();
+          if (k.committed) from = q;
         }
         continue;
       }
     }
     ++starts;
-    if (k.held != 0) streak = k, settle();  // the streak ended with a line held back: from == p
-    k = Streak{};  // a line a write does not allocate starts none
+    if (k.committed) streak = k, settle();  // the streak ended with lines held back: from == p
+    k = Streak{};  // a line a write does not allocate starts none; held lines not committed stay in the batch
     if (!a.write || config.write_allocate)
       k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write,
-      k.hold_from = n;
+      k.hold_from = hold_first();
   }
+  // Held lines not yet enough when the batch ends are held on (the batch is gone).
+  if (k.held != 0 && !k.committed) commit(), from = end;
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
   if (!held && 8 * starts > in.size()) streakless = 15;
 }
 
+// When a streak's held lines are enough for settle() to count: W periods, and in the
+// three Cs' shadow a period past N lines.
+void CacheModel::Impl::plan_commit(Streak& k) const {
+  const std::uint64_t period = k.period_rows(config.sets()) * (k.row == 0 ? 1 : k.row);
+  k.commit_held = config.associativity() * period;
+  k.commit_length = config.three_cs ? config.lines() + period : 0;
+}
+
 std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
-  // Its sets are full of its lines after W x P of them; the three Cs' shadow holds only
-  // its lines after N, unless settle() finds none of the lines up to the N-th resident
-  // (LruShadow::holds, on the shadow's own hash: on the stamps it is N). A streak whose
-  // W x P is more than N is not held at all: settle() could count none of it.
+  // Once its rows are known, every later line is held: settle() counts whole periods of
+  // them where the sets and the three Cs' shadow hold none of them (its own hash; on the
+  // stamps, the shadow must hold only the streak's lines: after N). A streak whose W x P
+  // is more than N is not held at all: settle() could count none of it.
   const std::uint64_t n = config.lines();
   const std::uint64_t full = config.associativity() * k.period_rows(config.sets()) * k.row;
   if (full > n) return ~std::uint64_t(0);
-  if (config.three_cs && on_stamps) return n;
-  return std::max(k.length, full);
+  if (config.three_cs && on_stamps) return std::max(k.length, n);
+  return k.length;
+}
+
+// Where a streak that has no rows yet starts holding lines back: past the sets (a row
+// of more lines could not be counted as rows, W of them being more than N), or on the
+// stamps after N.
+std::uint64_t CacheModel::Impl::hold_first() const {
+  return config.three_cs && on_stamps ? config.lines() : config.sets();
 }
 
 void CacheModel::Impl::settle() {
@@ -1271,7 +1309,9 @@ void CacheModel::Impl::settle() {
   const std::uint64_t row = streak.row == 0 ? 1 : streak.row, stride = streak.row == 0 ? 1 : streak.stride;
   const std::uint64_t rows = streak.period_rows(sets), period = rows * row;
   std::uint64_t d = 0;  // counted: the lines k0 .. k0 + d - 1
-  if (period <= n && k0 >= ways * period && held >= ways * period) d = held / period * period;
+  // W periods or more: each set it touches takes W of its lines or more, so whatever the
+  // set held before is gone by then.
+  if (period <= n && held >= ways * period) d = held / period * period;
   if (d != 0 && config.three_cs && k0 < n) {
     // The shadow holds its first k0 lines and N - k0 older ones, the least recent: an
     // older one is gone before the N-th line of the streak comes. So the lines k0 .. N
@@ -1284,21 +1324,39 @@ void CacheModel::Impl::settle() {
       });
     if (!miss) d = 0;
   }
+  // The sets it touches (a period touches each of them).
+  std::vector<char>& used = streak_sets;
+  std::uint64_t n_used = 0;
   if (d != 0) {
-    // The sets it touches (a period touches each of them), each holding W of its lines.
-    std::vector<char>& used = streak_sets;
     used.assign(sets, 0);
-    std::uint64_t resident = 0;
-    streak.each_run(k0 - period, period, [&](std::uint64_t line, std::uint64_t count) {
+    streak.each_run(k0, period, [&](std::uint64_t line, std::uint64_t count) {
       for (std::uint64_t i = 0; i < count; ++i) {
         char& u = used[small_lru.set_of_line(line + i)];
-        resident += u == 0 ? ways : 0, u = 1;
+        n_used += u == 0, u = 1;
       }
     });
+    // Each counted line misses if none of its first W periods is in those sets now
+    // (the sets hold none of their lines of now once each took W of the streak's).
+    const auto counted = [&](std::uint64_t line) {
+      if (line < streak.first) return false;
+      const std::uint64_t off = line - streak.first;
+      const std::uint64_t index = streak.row == 0 ? off : off % stride < row ? off / stride * row + off % stride : ~std::uint64_t(0);
+      return index >= k0 && index < k0 + ways * period;
+    };
+    for (std::size_t set = 0; set < sets && d != 0; ++set)
+      if (used[set] && small_lru.holds_any(set, counted)) d = 0;
+  }
+  if (d != 0) {
     const bool dirty = streak.write && config.write_back;
-    // The victims: the lines of those sets now, then d - resident of the streak's own.
-    small_lru.advance(used, d / period * rows * stride, dirty, streak.tensor, writebacks);
-    if (dirty) writebacks[streak.tensor] += d - resident;
+    // The victims: every line those sets hold now, then d - W x sets of the streak's
+    // own (each set's lines past its first W). The sets end with their last W lines,
+    // filled in order.
+    for (std::size_t set = 0; set < sets; ++set)
+      if (used[set]) small_lru.empty_set(set, writebacks);
+    if (dirty) writebacks[streak.tensor] += d - ways * n_used;
+    streak.each_run(k0 + d - ways * period, ways * period, [&](std::uint64_t line, std::uint64_t count) {
+      for (std::uint64_t i = 0; i < count; ++i) small_lru.put(line + i, dirty, streak.tensor);
+    });
     const std::size_t k = key(streak.trace, streak.tensor);
     key_tensor[k] = streak.tensor;
     CacheTally& c = keys[k];
