@@ -973,6 +973,7 @@ struct CacheModel::Impl {
     std::uint64_t next = 0, row_start = 0, in_row = 0;  // the line that goes on with it; its row, its place there
     std::uint64_t length = 0, held = 0;                 // lines so far, the last `held` not simulated
     std::uint64_t hold_from = 0;                        // lines simulated before any is held
+    std::uint64_t period = 0;                           // its lines in P rows (rows known; else S)
     std::uint64_t commit_held = 0, commit_length = 0;   // held and in all: enough to count (plan_commit())
     bool committed = false;                             // its held lines are not in the batch: settle() has them
     std::uint32_t trace = 0, tensor = 0;
@@ -1218,6 +1219,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
       if (!goes_on && k.row == 0 && !k.committed && a.line > k.next) {  // its first row ends here
         k.held = 0;  // (those held are in the batch still)
         k.row = k.length, k.stride = a.line - k.first, k.row_start = a.line, k.in_row = 0;
+        k.period = k.period_rows(config.sets()) * k.row;
         k.hold_from = hold_from(k);
         goes_on = true;
       }
@@ -1263,7 +1265,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
     k = Streak{};  // a line a write does not allocate starts none; held lines not committed stay in the batch
     if (!a.write || config.write_allocate)
       k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write,
-      k.hold_from = hold_first();
+      k.hold_from = hold_first(), k.period = config.sets();
   }
   // Held lines not yet enough when the batch ends are held on (the batch is gone).
   if (k.held != 0 && !k.committed) commit(), from = end;
@@ -1275,9 +1277,8 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
 // When a streak's held lines are enough for settle() to count: W periods, and in the
 // three Cs' shadow a period past N lines.
 void CacheModel::Impl::plan_commit(Streak& k) const {
-  const std::uint64_t period = k.period_rows(config.sets()) * (k.row == 0 ? 1 : k.row);
-  k.commit_held = config.associativity() * period;
-  k.commit_length = config.three_cs ? config.lines() + period : 0;
+  k.commit_held = config.associativity() * k.period;
+  k.commit_length = config.three_cs ? config.lines() + k.period : 0;
 }
 
 std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
@@ -1286,7 +1287,7 @@ std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
   // stamps, the shadow must hold only the streak's lines: after N). A streak whose W x P
   // is more than N is not held at all: settle() could count none of it.
   const std::uint64_t n = config.lines();
-  const std::uint64_t full = config.associativity() * k.period_rows(config.sets()) * k.row;
+  const std::uint64_t full = config.associativity() * k.period;
   if (full > n) return ~std::uint64_t(0);
   if (config.three_cs && on_stamps) return std::max(k.length, n);
   return k.length;
