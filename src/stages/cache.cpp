@@ -1267,8 +1267,13 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
       k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write,
       k.hold_from = hold_first(), k.period = config.sets();
   }
-  // Held lines not yet enough when the batch ends are held on (the batch is gone).
-  if (k.held != 0 && !k.committed) commit(), from = end;
+  // Held lines not yet enough when the batch ends (the batch is gone): held on if the
+  // streak is W periods long already (it may well go on: a streak of requests spans
+  // batches of 4096), else simulated with the batch and held again in the next.
+  if (k.held != 0 && !k.committed) {
+    if (k.length >= config.associativity() * k.period) commit(), from = end;
+    else k.held = 0;
+  }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
   if (!held && 8 * starts > in.size()) streakless = 15;
