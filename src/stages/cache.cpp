@@ -999,7 +999,8 @@ struct CacheModel::Impl {
   bool streaks = false;  // the engine is SmallSets LRU: count() looks for streaks
   // Batches left in which count() does not look for streaks: a batch that held none back
   // and whose streaks were shorter than 8 lines on average (a random stream, where the
-  // search costs a mispredicted branch an access) skips the next 15.
+  // search costs a mispredicted branch an access), or that ended with the three Cs'
+  // shadow on the stamps (mostly hits), skips the next 15.
   unsigned streakless = 0;
   std::vector<char> streak_sets;            // settle()'s: the sets a streak touches
   std::vector<std::uint64_t> streak_lines;  // ... and its last N lines
@@ -1255,7 +1256,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
           }
           p = q - 1;
           if (!k.committed && k.held >= k.commit_held && k.length >= k.commit_length) commit();
-          if (k.committed) from = q;
+          if (k.committed) from = q, held = true;
         }
         continue;
       }
@@ -1276,7 +1277,9 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
-  if (!held && 8 * starts > in.size()) streakless = 15;
+  // No streak counted: on the shadow's stamps (a phase of hits, where a streak is held
+  // only past N lines) or in a random stream, the search is off for the next 15 batches.
+  if (!held && (8 * starts > in.size() || (config.three_cs && on_stamps))) streakless = 15;
 }
 
 // When a streak's held lines are enough for settle() to count: W periods, and in the
@@ -1411,7 +1414,7 @@ void CacheModel::run(std::span<const LineAccess> in, std::vector<CacheAccess>& o
 void CacheModel::count(std::span<const LineAccess> in) {
   Impl& m = *impl_;
   if (m.streaks && m.streakless == 0) return m.count_streaks(in);
-  if (m.streakless != 0) --m.streakless, m.streak = {};  // (it held nothing back)
+  if (m.streakless != 0) --m.streakless, m.settle(), m.streak = {};  // (it held nothing back: settle() guards that)
   m.dispatch<false>(in, nullptr);
 }
 
