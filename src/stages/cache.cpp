@@ -571,7 +571,8 @@ class PlruSets : public SignatureSets<TreeMeta> {
 // costs a bit, a ring write and the eviction's bit. A hit costs the bit, the index
 // probe and two ring writes, where a linked list touched the line, its neighbours and
 // the head; the ring is compacted (live times renumbered) when it fills, O(N) per 3N
-// accesses at least. Memory follows N.
+// accesses at least. The hash and ring follow N; the bits follow the lines ever
+// resident, as the cold bitmap does (LineBits).
 class LruShadow {
  public:
   void init(std::size_t lines) {
@@ -960,8 +961,8 @@ struct CacheModel::Impl {
   // from then on every line misses, evicting the streak's line of its set W visits
   // before, and the other sets are not touched. In the three Cs' shadow its lines miss
   // too if none of those up to the N-th is resident (after N it holds only the
-  // streak's). So count() holds its lines back (`held`) once its rows are known
-  // (hold_from()), and settle() checks those conditions and counts a whole number of W x
+  // streak's). So count() holds its lines back (`held`) once its rows are known, or
+  // past its S-th line while it has none (hold_first(), hold_from()), and settle() checks those conditions and counts a whole number of W x
   // P or more of them at once (P at a time, so that each line keeps its set), in O(N)
   // and a bit per line: misses, the cold ones from the seen bitmap, the victims'
   // write-backs (the lines of its sets now, as they are; the streak's own, if it writes
@@ -1313,7 +1314,7 @@ void CacheModel::Impl::settle() {
   const std::uint64_t n = config.lines(), sets = config.sets(), ways = config.associativity();
   const std::uint64_t held = streak.held;
   streak.held = 0;
-  const std::uint64_t k0 = streak.length - held;  // the first held line (hold_from() were simulated before it)
+  const std::uint64_t k0 = streak.length - held;  // the first held line (the lines before it were simulated or counted)
   // A period: the rows that move the streak by a whole number of sets, and its lines.
   const std::uint64_t row = streak.row == 0 ? 1 : streak.row, stride = streak.row == 0 ? 1 : streak.stride;
   const std::uint64_t rows = streak.period_rows(sets), period = rows * row;

@@ -101,10 +101,11 @@ class SeenLines {
 };
 
 // Which lines are in a set that comes and goes (the three Cs' shadow's resident
-// lines): a bit per line in pages of 2^16 lines, made as addresses reach them (as
-// SeenLines: memory follows the addresses touched, a 512th of their bytes at 64-byte
-// lines). A page's place is found in a table indexed by its number (addresses start
-// near 0), or a map for pages past it.
+// lines): a bit per line in pages of 2^16 lines, made as addresses reach them and never
+// freed (as SeenLines: memory follows the addresses touched, a 512th of their bytes at
+// 64-byte lines). A page's place is found in a table indexed by its number (addresses
+// start near 0; the table is 8 bytes a page up to the highest page below 2^20 touched,
+// at most 8 MiB), or past it in a map, the last page found there kept at hand.
 class LineBits {
  public:
   bool test(std::uint64_t line) const {
@@ -144,12 +145,17 @@ class LineBits {
   }
   const std::uint64_t* far(std::uint64_t number) const {
     if (number < kTablePages) return nullptr;
+    if (number == last_far_) return last_far_page_;
     const auto it = far_.find(number);
-    return it == far_.end() ? nullptr : it->second->data();
+    if (it == far_.end()) return nullptr;
+    last_far_ = number, last_far_page_ = it->second->data();
+    return last_far_page_;
   }
   std::uint64_t* make(std::uint64_t number) {
     if (number < table_.size() && table_[number]) [[likely]]
       return table_[number]->data();
+    if (number >= kTablePages)
+      if (const std::uint64_t* p = far(number)) return const_cast<std::uint64_t*>(p);
     return make_page(number);
   }
   [[gnu::noinline]] std::uint64_t* make_page(std::uint64_t number) {
@@ -166,7 +172,9 @@ class LineBits {
   }
 
   std::vector<std::unique_ptr<Page>> table_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> far_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> far_;  // (pages never leave it: the pointer stays good)
+  mutable std::uint64_t last_far_ = ~std::uint64_t(0);
+  mutable const std::uint64_t* last_far_page_ = nullptr;
 };
 
 }  // namespace looptrace
