@@ -20,11 +20,11 @@ TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t li
   }
 }
 
-void TimestepLines::take(std::span<const AccessRecord> records, std::vector<LineAccess>& out) {
+void TimestepLines::take(std::span<const AccessRecord> records, LineBuffer& out) {
   groups(records, false, out);
 }
 
-void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
+void TimestepLines::end_timestep(LineBuffer& out) {
   // Leaves merged by time come in tree order, so this sort only guards the contract.
   const auto by_trace = [](const AccessRecord& a, const AccessRecord& b) { return a.trace < b.trace; };
   if (!std::is_sorted(writes_.begin(), writes_.end(), by_trace))
@@ -35,7 +35,7 @@ void TimestepLines::end_timestep(std::vector<LineAccess>& out) {
 
 // Each trace's run of records: its lines now, or (a write, before the timestep is
 // over) kept for end_timestep().
-void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out) {
+void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, LineBuffer& out) {
   std::size_t begin = 0;
   while (begin < records.size()) {
     std::size_t end = begin + 1;
@@ -51,7 +51,7 @@ void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, s
 // The lines of one trace's accesses at one timestep, each once. With the default
 // layout they ascend, so comparing with the last line suffices; the set is for
 // layouts that do not keep element order.
-void TimestepLines::group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out) {
+void TimestepLines::group(std::span<const AccessRecord> records, bool write, LineBuffer& out) {
   const std::uint32_t trace = records.front().trace, tensor = tensor_[trace];
   const std::uint64_t bytes = map_.bytes[tensor];
   bool ascending = true;
@@ -64,7 +64,7 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, std
     if (ascending && first + 1 >= next) {  // still ascending: the lines from `next` on, in a row
       const std::uint64_t from = std::max(first, next);
       const std::size_t at = out.size(), n = std::size_t(last + 1 - from);
-      out.resize(at + n);  // then written in a loop without a check of the capacity per line
+      out.resize(at + n, boost::container::default_init);  // then written in a loop, no check per line
       LineAccess* o = out.data() + at;
       for (std::size_t i = 0; i < n; ++i) o[i] = {timestep, from + i, trace, tensor, write};
       next = last + 1;

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/vector.hpp>
+
 #include "looptrace/compile/schedule.hpp"
 #include "looptrace/stages/pipeline.hpp"
 #include "looptrace/stages/transfer_request.hpp"
@@ -37,6 +39,10 @@ struct LineAccess {
   std::uint32_t tensor;   // Schedule::tensors
   bool write;
 };
+
+// A batch of line accesses as it is filled: a timestep's lines are appended a run at a
+// time into room made without zeroing it (10^5 lines a timestep on a prefill layer).
+using LineBuffer = boost::container::vector<LineAccess>;
 
 template <class S>
 concept LineSource = Source<S> && std::same_as<BatchOf<S>, std::span<const LineAccess>>;
@@ -65,14 +71,14 @@ class TimestepLines {
   // One batch of a timestep's records, traces in order (as the trace pipeline yields
   // them: leaf by leaf in tree order, tensor by tensor): appends the reads' lines to
   // `out` at once and keeps the writes, which come after every read of the timestep.
-  void take(std::span<const AccessRecord> records, std::vector<LineAccess>& out);
+  void take(std::span<const AccessRecord> records, LineBuffer& out);
   // The timestep is over: appends the writes' lines.
-  void end_timestep(std::vector<LineAccess>& out);
+  void end_timestep(LineBuffer& out);
   const AddressMap& addresses() const { return map_; }
 
  private:
-  void groups(std::span<const AccessRecord> records, bool writes, std::vector<LineAccess>& out);
-  void group(std::span<const AccessRecord> records, bool write, std::vector<LineAccess>& out);
+  void groups(std::span<const AccessRecord> records, bool writes, LineBuffer& out);
+  void group(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   bool seen_in_group(std::uint64_t line);
 
   AddressMap map_;
@@ -117,7 +123,7 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
       for (const TransferRequest& r : up_.next_batch(until))
         out_.push_back({r.timestep, r.address >> shift, kNoTrace, r.tensor, r.write});
     }
-    return out_;
+    return {out_.data(), out_.size()};
   }
   std::int64_t next_timestep() const { return up_.next_timestep(); }
   const StreamContext& context() const { return up_.context(); }
@@ -129,7 +135,7 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
   std::uint64_t line_bytes_ = 64;
   std::int64_t floor_ = 0;  // the timesteps before it are done
   TimestepLines lines_;
-  std::vector<LineAccess> out_;
+  LineBuffer out_;
 };
 
 struct CacheLinesAdaptor : StageAdaptor {
