@@ -975,11 +975,18 @@ struct CacheModel::Impl {
     std::uint64_t length = 0, held = 0;                 // lines so far, the last `held` not simulated
     std::uint64_t hold_from = 0;                        // lines simulated before any is held
     std::uint64_t period = 0;                           // its lines in P rows (rows known; else S)
-    std::uint64_t commit_held = 0, commit_length = 0;   // held and in all: enough to count (plan_commit())
     bool committed = false;                             // its held lines are not in the batch: settle() has them
     std::uint32_t trace = 0, tensor = 0;
     bool write = false;
     std::uint64_t line(std::uint64_t k) const { return row == 0 ? first + k : first + k / row * stride + k % row; }
+    // The k whose line() is `l`, or none.
+    std::optional<std::uint64_t> index_of(std::uint64_t l) const {
+      if (l < first) return std::nullopt;
+      const std::uint64_t off = l - first;
+      if (row == 0) return off;
+      if (off % stride >= row) return std::nullopt;
+      return off / stride * row + off % stride;
+    }
     // The rows after which its sets repeat: they move it by a whole number of sets.
     std::uint64_t period_rows(std::uint64_t sets) const {
       return sets / std::gcd((row == 0 ? 1 : stride) % sets, sets);
@@ -1008,7 +1015,7 @@ struct CacheModel::Impl {
   void count_streaks(std::span<const LineAccess> in);
   std::uint64_t hold_from(const Streak& k) const;
   std::uint64_t hold_first() const;
-  void plan_commit(Streak& k) const;
+  bool enough_held(const Streak& k) const;
   void settle();
   // The three Cs' shadow's lines, least recent first; and set to hold exactly `lines`
   // (after the engine's lines were shifted).
@@ -1234,7 +1241,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
           k.next = a.line + 1;
         }
         if (++k.length > k.hold_from) {
-          if (k.held == 0 && !k.committed) hold_at = p, plan_commit(k);
+          if (k.held == 0 && !k.committed) hold_at = p;
           ++k.held;
           // Held back: the lines that follow on, a row at a time, in a tight loop.
           const LineAccess* q = p + 1;
@@ -1256,7 +1263,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
             break;
           }
           p = q - 1;
-          if (!k.committed && k.held >= k.commit_held && k.length >= k.commit_length) commit();
+          if (!k.committed && enough_held(k)) commit();
           if (k.committed) from = q, held = true;
         }
         continue;
@@ -1285,9 +1292,8 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
 
 // When a streak's held lines are enough for settle() to count: W periods, and in the
 // three Cs' shadow a period past N lines.
-void CacheModel::Impl::plan_commit(Streak& k) const {
-  k.commit_held = config.associativity() * k.period;
-  k.commit_length = config.three_cs ? config.lines() + k.period : 0;
+bool CacheModel::Impl::enough_held(const Streak& k) const {
+  return k.held >= config.associativity() * k.period && (!config.three_cs || k.length >= config.lines() + k.period);
 }
 
 std::uint64_t CacheModel::Impl::hold_from(const Streak& k) const {
@@ -1317,7 +1323,7 @@ void CacheModel::Impl::settle() {
   const std::uint64_t k0 = streak.length - held;  // the first held line (the lines before it were simulated or counted)
   // A period: the rows that move the streak by a whole number of sets, and its lines.
   const std::uint64_t row = streak.row == 0 ? 1 : streak.row, stride = streak.row == 0 ? 1 : streak.stride;
-  const std::uint64_t rows = streak.period_rows(sets), period = rows * row;
+  const std::uint64_t period = streak.period;
   std::uint64_t d = 0;  // counted: the lines k0 .. k0 + d - 1
   // W periods or more: each set it touches takes W of its lines or more, so whatever the
   // set held before is gone by then.
@@ -1348,10 +1354,8 @@ void CacheModel::Impl::settle() {
     // Each counted line misses if none of its first W periods is in those sets now
     // (the sets hold none of their lines of now once each took W of the streak's).
     const auto counted = [&](std::uint64_t line) {
-      if (line < streak.first) return false;
-      const std::uint64_t off = line - streak.first;
-      const std::uint64_t index = streak.row == 0 ? off : off % stride < row ? off / stride * row + off % stride : ~std::uint64_t(0);
-      return index >= k0 && index < k0 + ways * period;
+      const std::optional<std::uint64_t> k = streak.index_of(line);
+      return k && *k >= k0 && *k < k0 + ways * period;
     };
     for (std::size_t set = 0; set < sets && d != 0; ++set)
       if (used[set] && small_lru.holds_any(set, counted)) d = 0;

@@ -11,6 +11,27 @@
 
 namespace looptrace {
 
+// The words of a bitmap of lines in pages of 2^16 that hold lines first .. last (first
+// <= last): fn(word, mask of those lines in it, how many) in order, until it returns
+// true (then so does this); page(number) gives a page's 1024 words, or null to skip it.
+template <class Page, class Fn>
+bool each_line_word(std::uint64_t first, std::uint64_t last, Page page, Fn fn) {
+  for (std::uint64_t l = first;;) {
+    const std::uint64_t end = std::min(last, l | 0xFFFF);  // in this page
+    if (auto* p = page(l >> 16))
+      for (std::uint64_t w = l;;) {
+        const std::uint64_t to = std::min(end, w | 63);  // in this word
+        const unsigned n = unsigned(to - w + 1);
+        const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << (w & 63);
+        if (fn(p[(w >> 6) & 1023], mask, n)) return true;
+        if (to == end) break;
+        w = to + 1;
+      }
+    if (end == last) return false;
+    l = end + 1;
+  }
+}
+
 // Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
 // reach them (memory follows the lines touched, not the trace).
 class SeenLines {
@@ -64,25 +85,16 @@ class SeenLines {
   // seen before. A word (64 lines) at a time.
   std::uint64_t test_and_set_range(std::uint64_t first, std::uint64_t last) {
     std::uint64_t fresh = 0;
-    for (std::uint64_t l = first;;) {
-      std::uint64_t* p = page(l >> 16);
-      const std::uint64_t end = std::min(last, l | 0xFFFF);  // in this page
-      for (;;) {
-        const std::uint64_t to = std::min(end, l | 63);       // in this word
-        const unsigned n = unsigned(to - l + 1), at = unsigned(l & 63);
-        const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << at;
-        std::uint64_t& word = p[(l >> 6) & 1023];
-        // All fresh or all seen (a tensor's first or later touch) without a popcount:
-        // the build does not assume the CPU has the instruction.
-        if ((word & mask) == 0) fresh += n;
-        else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
-        word |= mask;
-        if (to == end) break;
-        l = to + 1;
-      }
-      if (end == last) return fresh;
-      l = end + 1;
-    }
+    each_line_word(first, last, [&](std::uint64_t number) { return page(number); },
+                   [&](std::uint64_t& word, std::uint64_t mask, unsigned n) {
+                     // All fresh or all seen (a tensor's first or later touch) without a
+                     // popcount: the build does not assume the CPU has the instruction.
+                     if ((word & mask) == 0) fresh += n;
+                     else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
+                     word |= mask;
+                     return false;
+                   });
+    return fresh;
   }
 
  private:
@@ -119,20 +131,8 @@ class LineBits {
   }
   // Whether any of the lines first .. last (first <= last) is in the set: a word at a time.
   bool any(std::uint64_t first, std::uint64_t last) const {
-    for (std::uint64_t l = first;;) {
-      const std::uint64_t end = std::min(last, l | 0xFFFF);  // in this page
-      if (const std::uint64_t* p = find(l >> 16))
-        for (std::uint64_t w = l;;) {
-          const std::uint64_t to = std::min(end, w | 63);  // in this word
-          const unsigned n = unsigned(to - w + 1);
-          const std::uint64_t mask = (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1) << (w & 63);
-          if ((p[(w >> 6) & 1023] & mask) != 0) return true;
-          if (to == end) break;
-          w = to + 1;
-        }
-      if (end == last) return false;
-      l = end + 1;
-    }
+    return each_line_word(first, last, [&](std::uint64_t number) { return find(number); },
+                          [](std::uint64_t word, std::uint64_t mask, unsigned) { return (word & mask) != 0; });
   }
 
  private:
