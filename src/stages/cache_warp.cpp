@@ -112,7 +112,8 @@ std::optional<WarpPlan> plan_warps(const Schedule& s, const TraceOptions& o, con
   // line has one owner.
   for (std::size_t t = 0; t < map.layouts.size(); ++t) {
     const TensorLayout& l = map.layouts[t];
-    if (l.span() == 0) continue;
+    // A tensor not traced sits at 0, over the first traced one: it owns no line.
+    if (l.span() == 0 || (t < map.placed.size() && !map.placed[t])) continue;
     if (!l.identity() || l.base % line_bytes != 0) return std::nullopt;
     plan.owners.add(std::uint32_t(t), l.base / line_bytes, (l.end() - 1) / line_bytes);
   }

@@ -130,7 +130,8 @@ AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& o
   m.bytes.assign(s.tensors.size(), 1);
   for (const TensorInfo& info : s.tensors) m.layouts.push_back(TensorLayout::row_major(info, 0, 1));
   std::vector<SourceLocation> explicit_base(s.tensors.size());
-  std::vector<bool> placed(s.tensors.size(), false);
+  std::vector<std::uint8_t>& placed = m.placed;
+  placed.assign(s.tensors.size(), 0);
   const std::uint64_t file_align = layout && layout->align ? *layout->align : align;
   std::uint64_t next = 0;
   for (const auto& name : order) {
@@ -151,7 +152,7 @@ AddressMap AddressMap::make(const Schedule& s, const std::vector<std::string>& o
     m.base[std::size_t(t)] = l.base;
     m.bytes[std::size_t(t)] = bytes;
     m.layouts[std::size_t(t)] = std::move(l);
-    placed[std::size_t(t)] = true;
+    placed[std::size_t(t)] = 1;
   }
   // Two tensors on one address: only an explicit base can do that.
   for (std::size_t a = 0; a < s.tensors.size(); ++a)

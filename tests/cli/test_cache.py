@@ -210,6 +210,33 @@ def test_warp():
         check(dict(got[False], warp=None) == plain, "copy rows --ways %s: the warp's report is the plain one" % ways)
 
 
+def test_warp_selection():
+    # The copy with a bias C[n] that --tensors leaves out: C is not laid out (it sits at
+    # address 0, over A), so it owns none of A's lines, and the loop over m warps as it
+    # does without C, to the plain report. (C's lines were once taken for A's, which do
+    # not stay in place as C's would: no warp, 60 s instead of 7 on a Llama layer.)
+    spec = harness.write("copy_rows_bias.yaml", COPY.replace(
+        "    - {name: B, projection: [m, n], output: True}",
+        "    - {name: B, projection: [m, n], output: True}\n    - {name: C, projection: [n]}"))
+    for ways in ("full", "2"):
+        got = {}
+        for warp in ([], ["--no-warp"]):
+            r = run("cache", spec, "--size", "256", "--ways", ways, "--align", "4096", "--tensors", "A,B", *warp)
+            check(r.returncode == 0, "cache copy+bias --tensors A,B --ways %s %s exits 0 (%s)" %
+                  (ways, warp, r.stderr.strip()))
+            got[bool(warp)] = json.loads(r.stdout) if r.returncode == 0 else None
+        if None in got.values():
+            continue
+        c = got[False]["caches"][0]
+        check(counts(c, *F) == (128, 0, 128, 128, 0, 0, 64), "copy+bias --tensors A,B --ways %s: %s" %
+              (ways, counts(c, *F)))
+        w = got[False]["warp"]
+        check(w is not None and w["warps"] == 1 and w["simulated"] + w["skipped"] == 128 and w["skipped"] > 0,
+              "copy+bias --tensors A,B --ways %s warps once: %s" % (ways, w))
+        check(dict(got[False], warp=None) == dict(got[True], warp=None),
+              "copy+bias --tensors A,B --ways %s: the warp's report is the plain one" % ways)
+
+
 def test_transfers_warp():
     # The copy with a GlobalBuffer holding a row of A and B under the loop: MainMemory
     # sees, at each timestep t, the fill of A's row t and the drain of B's row t - 1 (B's
@@ -238,7 +265,7 @@ def test_transfers_warp():
 
 
 def main():
-    return harness.main((test_warp, test_transfers_warp, test_worked_example, test_transfers_source_and_hierarchy,
+    return harness.main((test_warp, test_warp_selection, test_transfers_warp, test_worked_example, test_transfers_source_and_hierarchy,
                          test_curve, test_text, test_misses, test_selection, test_layout_moves_the_conflict, test_layout_transfers_source,
                          test_layout_errors, test_errors))
 

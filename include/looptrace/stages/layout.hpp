@@ -89,6 +89,7 @@ struct AddressMap {
   std::vector<std::uint64_t> base;   // per Schedule::tensors
   std::vector<std::uint64_t> bytes;  // per Schedule::tensors: bytes per element
   std::vector<TensorLayout> layouts;  // per Schedule::tensors
+  std::vector<std::uint8_t> placed;   // per Schedule::tensors: 1 if `order` laid it out (else it sits at 0, over others)
 
   std::uint64_t address(std::uint32_t tensor, std::int64_t element) const {
     return layouts[tensor].address(element);
