@@ -402,6 +402,90 @@ TEST_CASE("cache: the engines made for a shape are the generic engine, access fo
   CHECK(runs == 3 * 5 * 4 * 3);
 }
 
+TEST_CASE("cache: timesteps that repeat the one before count as plain simulation does") {
+  // A weight held under a loop of tokens: each timestep reads the same lines (a tile
+  // that changes every few timesteps), beside lines that change every timestep (at a
+  // place of the tile's, some the same line read then written); now and then an access
+  // is dropped, added or its direction flipped. count() (which counts the sets that
+  // repeat without a lookup) against the generic engine's run(), batches cut anywhere,
+  // under each policy and write policy, the three Cs included.
+  std::mt19937_64 rng(47);
+  int runs = 0;
+  std::uint64_t repeats = 0, accesses = 0;  // in caches the tiles fit
+  for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (std::uint64_t ways : {1u, 2u, 4u, 16u})
+      for (std::uint64_t sets : {1u, 8u, 64u})
+        for (int write_mode = 0; write_mode < 3; ++write_mode) {
+          CacheConfig c = shape(sets * ways * 64, ways, 64, p);
+          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2;
+          std::vector<LineAccess> in;
+          std::vector<std::size_t> ends;  // where each timestep ends in `in`
+          std::vector<LineAccess> tile;
+          std::size_t place = 0, fresh = 0;
+          bool rewrite = false;
+          for (std::int64_t t = 0; t < 160; ++t) {
+            if (t % (3 + std::int64_t(rng() % 12)) == 0 || tile.empty()) {  // a new tile
+              tile.clear();
+              const std::uint64_t base = rng() % (4 * sets * ways);
+              const std::size_t n = 64 + rng() % 64;
+              for (std::size_t k = 0; k < n; ++k)
+                tile.push_back({0, base + (rng() % 8 == 0 ? rng() % (2 * sets * ways) : k), kNoTrace,
+                                std::uint32_t(k % 2), rng() % 8 == 0});
+              place = rng() % (n + 1), fresh = rng() % 5, rewrite = rng() % 2;
+            }
+            std::vector<LineAccess> step(tile.begin(), tile.begin() + std::ptrdiff_t(place));
+            for (std::size_t k = 0; k < fresh; ++k) {  // lines of a tensor that moves
+              const std::uint64_t line = 1000000 + std::uint64_t(t) * 7 + k;
+              step.push_back({0, line, kNoTrace, 2, false});
+              if (rewrite) step.push_back({0, line, kNoTrace, 2, true});
+            }
+            step.insert(step.end(), tile.begin() + std::ptrdiff_t(place), tile.end());
+            switch (rng() % 12) {
+              case 0: step.erase(step.begin() + std::ptrdiff_t(rng() % step.size())); break;
+              case 1: step.push_back({0, rng() % (4 * sets * ways), kNoTrace, 1, false}); break;
+              case 2: step[rng() % step.size()].write ^= true; break;
+              default: break;
+            }
+            for (LineAccess& a : step) a.timestep = t, in.push_back(a);
+            ends.push_back(in.size());
+          }
+          CacheModel fast(c, 3, 0), generic(c, 3, 0, CacheEngine::generic);
+          std::vector<CacheAccess> out;
+          // Cut at timesteps' ends and inside them.
+          for (std::size_t at = 0, e = 0; at < in.size();) {
+            std::size_t to = std::min(in.size(), at + 1 + rng() % 900);
+            while (e < ends.size() && ends[e] < to) ++e;
+            if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
+            fast.count(std::span(in).subspan(at, to - at));
+            at = to;
+          }
+          generic.run(in, out);
+          fast.finish(), generic.finish();
+          CAPTURE(policy_name(p));
+          CAPTURE(ways);
+          CAPTURE(sets);
+          CAPTURE(write_mode);
+          const CacheReport x = fast.report(), y = generic.report();
+          for (std::size_t t = 0; t < 3; ++t) {
+            CAPTURE(t);
+            CHECK(x.tensors[t].accesses == y.tensors[t].accesses);
+            CHECK(x.tensors[t].hits == y.tensors[t].hits);
+            CHECK(x.tensors[t].cold == y.tensors[t].cold);
+            CHECK(x.tensors[t].capacity == y.tensors[t].capacity);
+            CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
+            CHECK(x.tensors[t].write_throughs == y.tensors[t].write_throughs);
+          }
+          if (sets * ways >= 256) repeats += fast.repeats(), accesses += x.total.accesses;
+          CHECK(x.total.misses > 0);
+          ++runs;
+        }
+  CHECK(runs == 3 * 4 * 3 * 3);
+  // Where the tiles fit, a third of the accesses or more were counted as repeats (a
+  // tile's first timestep misses, its second repeats one that missed): the test
+  // exercises them.
+  CHECK(3 * repeats > accesses);
+}
+
 TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over long streams") {
   // The shadow of the 64-byte-block engines lives on their ways' stamps (StampShadow):
   // against a plain list, over streams that keep its tail still while time runs on (a

@@ -1,6 +1,7 @@
 #include "looptrace/stages/cache.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <numeric>
 #include <optional>
@@ -331,6 +332,9 @@ class SignatureSets {
   }
   // After lookup(), in the same set.
   std::uint8_t& dirty(std::int64_t id) { return meta_[set_].dirty[std::size_t(id) - set_ * ways_]; }
+  std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
+  // The way the last fill put its line in.
+  std::int64_t filled() const { return filled_; }
   std::uint32_t& stamp(std::int64_t id) { return stamp_[std::size_t(id)]; }
   template <class Fn>
   void each_dirty(Fn fn) const {
@@ -369,7 +373,7 @@ class SignatureSets {
     const std::size_t id = set_ * ways_ + way;
     Victim v;
     if (full) v = {true, m.dirty[way] != 0, tag_[id], owner_[id], stamp ? stamp_[id] : 0};
-    tag_[id] = line, owner_[id] = tensor;
+    tag_[id] = line, owner_[id] = tensor, filled_ = std::int64_t(id);
     if (stamp) stamp_[id] = *stamp;
     m.sig[way] = signature(line), m.dirty[way] = dirty;
     return v;
@@ -381,6 +385,7 @@ class SignatureSets {
   bool pow2_ = true;
   unsigned way_bits_ = 0, lane_bits_ = 0;  // the ways' lanes, as 16-bit and as 8-bit compares
   std::size_t set_ = 0;                    // the set of the last lookup
+  std::int64_t filled_ = -1;               // the way of the last fill
   std::vector<Meta> meta_;
   std::vector<std::uint64_t> tag_;
   std::vector<std::uint32_t> owner_, stamp_;
@@ -470,7 +475,6 @@ class SmallSets : public SignatureSets<AgeMeta> {
     set_ = set_of(line);
     fill(line, dirty, tensor);
   }
-  std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
   // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
   template <class Shift>
   void shift(Shift&& by) {
@@ -746,6 +750,41 @@ class StampShadow {
   [[gnu::always_inline]] void evicted(std::uint64_t line, std::uint32_t stamp) {
     if (stamp >= tail_) set_aside(stamp, aside_.insert(line, stamp));
   }
+  // n accesses the engine hits, the k-th at the way id(k), each a line the shadow holds:
+  // each becomes the newest in turn, as hit() n times would make it, with the times kept
+  // in registers (hit() after hit() waits on the ring's word the last one wrote). False,
+  // having changed nothing but the times' numbering, if one is not held or the ring has
+  // no room for n more times.
+  template <class Engine, class Id>
+  bool hit_all(Engine& engine, std::size_t n, Id id) {
+    const auto room = [&] { return now_ + n - tail_ < ring_mask_ - 64 && now_ + n < kLimit; };
+    if (!room()) compact(engine);
+    if (!room()) return false;
+    for (std::size_t k = 0; k < n; ++k)
+      if (engine.stamp(id(k)) < tail_) return false;
+    // The new times' bits first: a line met twice clears the time its first meeting took.
+    const std::uint64_t now = now_;
+    for (std::uint64_t t = now; t < now + n;) {
+      const std::uint64_t bit = t & 63, take = std::min<std::uint64_t>(64 - bit, now + n - t);
+      live_[(t & ring_mask_) >> 6] |= (take == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << take) - 1) << bit;
+      t += take;
+    }
+    std::size_t word = SIZE_MAX;
+    std::uint64_t clear = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint32_t& stamp = engine.stamp(id(k));
+      const std::uint64_t t = stamp & ring_mask_;
+      if ((t >> 6) != word) {
+        if (word != SIZE_MAX) live_[word] &= ~clear;
+        word = std::size_t(t >> 6), clear = 0;
+      }
+      clear |= std::uint64_t(1) << (t & 63);
+      stamp = std::uint32_t(now + k);
+    }
+    if (word != SIZE_MAX) live_[word] &= ~clear;
+    now_ = now + n;
+    return true;
+  }
   // Whether the times must be renumbered (compact()) before the next access: the ring
   // would reach the tail's word, or the stamps their limit.
   bool full() const { return now_ - tail_ >= ring_mask_ - 64 || now_ >= kLimit; }
@@ -941,8 +980,59 @@ struct CacheModel::Impl {
   // Returns the engine's hits. Stamps: the three Cs' shadow on the engine's stamps.
   template <bool Emit, bool Stamps, class Engine>
   std::uint64_t run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  template <bool Emit, bool Stamps, class Engine>
+  bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id);
+  template <bool Stamps, class Engine>
+  std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in);
   template <bool Emit, class Engine>
   void run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  // A timestep that repeats the one before in a set: a weight that a register holds
+  // while tokens stream past it is read again at every timestep (Llama 3 8B's
+  // projections: 512 lines at each of 128 timesteps, beside 8 lines that change). Where
+  // a set's accesses in a timestep are the previous timestep's, one for one and in the
+  // same order, and the previous ones all hit, nothing else touched the set in between,
+  // so they all hit again, in the ways recorded, and leave the set as it was (LRU: the
+  // same lines newest in the same order; FIFO: hits change nothing; PLRU: each node on
+  // their paths as the last access through it set it). run_replays() counts them with
+  // no lookup; the other sets' accesses are simulated, in order. Memory follows a
+  // timestep's lines and the sets.
+  struct Replays {
+    struct Record {
+      std::uint64_t line;
+      std::int64_t id;    // the way that held the line after it, or -1
+      std::uint32_t key;  // key(trace, tensor) << 1 | write
+      bool hit;
+    };
+    bool on = false;              // the engine keeps each line in its way (SmallSets, PlruSets)
+    std::uint64_t counted = 0;    // accesses counted as repeats
+    std::vector<Record> records;  // the previous timestep's, overwritten by the current one's as it goes
+    std::size_t at = 0;           // the current timestep's accesses so far
+    std::size_t size = 0;         // the previous timestep's (0: none that may be repeated)
+    bool forgotten = false;       // the current timestep's records may not be repeated
+    std::int64_t timestep = INT64_MIN;
+    std::vector<std::uint32_t> differs;  // per set: `gen` if its accesses differ from the previous timestep's
+    std::uint32_t gen = 0;
+    static constexpr std::size_t kShortest = 64;  // timesteps shorter than this are simulated
+    static constexpr unsigned kOff = 15;          // batches simulated without records after one that repeated little
+    unsigned off = 0;                             // batches left to simulate so
+    // Decayed by 1/8 a batch: its accesses; those in timesteps of kShortest or more;
+    // those compared with the previous timestep; those counted as repeats.
+    std::array<std::uint64_t, 4> recent{};
+    void init(std::uint64_t sets) { on = true, differs.assign(sets, 0); }
+    // The sets changed where run_replays() does not look: nothing recorded so far is repeated.
+    void forget() { size = 0, forgotten = true; }
+    void next_timestep(std::int64_t t) { size = forgotten ? 0 : at, at = 0, forgotten = false, timestep = t; }
+    static std::uint32_t key_of(std::size_t key, bool write) { return std::uint32_t(key) << 1 | std::uint32_t(write); }
+    void record(std::size_t i, const LineAccess& a, std::size_t key, std::int64_t id, bool hit) {
+      if (i >= records.size()) records.resize(std::max<std::size_t>(1024, 2 * i));
+      records[i] = {a.line, id, key_of(key, a.write), hit};
+    }
+    // A new mark for the sets that differ.
+    std::uint32_t next_gen() {
+      if (++gen == 0) std::fill(differs.begin(), differs.end(), 0), gen = 1;
+      return gen;
+    }
+  } replays;
   // Which of the two shadows holds the three Cs' lines (for the engines with stamps):
   // the one on the stamps costs little where the engine hits and more where it misses
   // (a line a set evicts while the shadow still holds it goes into a hash), so it is
@@ -1050,17 +1140,87 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
     std::vector<std::uint64_t> lines;
     if (want) shadow.lines(lines), stamps.assign(engine, lines);
     else stamps.lines(engine, lines), shadow.assign(lines);
-    on_stamps = want;
+    on_stamps = want, replays.forget();
   }
   const std::uint64_t hits = on_stamps ? run<Emit, true>(engine, in, out) : run<Emit, false>(engine, in, out);
   recent_hits += hits - recent_hits / 8, recent_accesses += in.size() - recent_accesses / 8;
 }
 
+// One line access simulated (and its record written to *r if Emit): whether the engine
+// hit, and in `id` the way that holds the line after it (-1 if none does).
+template <bool Emit, bool Stamps, class Engine>
+[[gnu::always_inline]] inline bool CacheModel::Impl::access(Engine& engine, const LineAccess& a,
+                                                            [[maybe_unused]] CacheAccess* r, std::int64_t& id) {
+  constexpr bool stamped = Stamps && kStamped<Engine>;
+  const bool wt = !config.write_back, wa = config.write_allocate, classify = config.three_cs;
+  if constexpr (stamped)
+    if (classify && stamps.full()) stamps.compact(engine);
+  // Written in place, field by field: a record built aside and copied stalled on
+  // store forwarding (three quarters of the time).
+  if constexpr (Emit) {
+    r->timestep = a.timestep, r->address = a.line << shift, r->victim = 0;
+    r->trace = a.trace, r->tensor = a.tensor, r->victim_tensor = 0;
+  }
+  std::uint8_t flags = a.write ? CacheAccess::write : 0;
+  const bool allocate = !a.write || wa;
+  bool cold = false, capacity = false;  // capacity: a miss of the shadow, not cold
+  if constexpr (!stamped)
+    if (classify) {
+      cold = !seen.test_and_set(a.line);
+      capacity = !shadow.access(a.line, allocate, cold) && !cold;
+    }
+  id = engine.lookup(a.line);
+  const bool hit = id >= 0;
+  if (hit) {
+    engine.hit(id);
+    flags |= CacheAccess::hit;
+    if (a.write && !wt) engine.dirty(id) = 1;
+    // A line the engine holds was seen: not cold.
+    if constexpr (stamped)
+      if (classify) capacity = !stamps.hit(engine.stamp(id), allocate);
+  } else {
+    [[maybe_unused]] std::uint32_t stamp = 0;
+    if constexpr (stamped)
+      if (classify) {
+        cold = !seen.test_and_set(a.line);
+        capacity = !stamps.miss(a.line, cold, allocate, stamp) && !cold;
+      }
+    if (allocate) {
+      Victim v;
+      if constexpr (stamped) {
+        v = engine.fill(a.line, a.write && !wt, a.tensor, stamp);
+        if (classify && v.valid) stamps.evicted(v.line, v.stamp);
+      } else {
+        v = engine.fill(a.line, a.write && !wt, a.tensor);
+      }
+      if constexpr (requires { engine.filled(); }) id = engine.filled();
+      flags |= CacheAccess::fetched;
+      if (v.valid) {
+        flags |= CacheAccess::evicted;
+        if constexpr (Emit) r->victim = v.line << shift, r->victim_tensor = v.tensor;
+        if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
+      }
+    }
+  }
+  if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
+  if constexpr (Emit) r->flags = flags;
+  const std::size_t key = this->key(a.trace, a.tensor);
+  key_tensor[key] = a.tensor;
+  CacheTally& c = keys[key];
+  c.accesses++, c.hits += hit, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
+  return hit;
+}
+
 // Emit: one CacheAccess per line access appended to *out; else the counts alone.
 template <bool Emit, bool Stamps, class Engine>
 std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
+  if constexpr (!Emit && kStamped<Engine>)
+    if (replays.on && (Stamps || !config.three_cs)) {
+      if (replays.off == 0) return run_replays<Stamps>(engine, in);
+      --replays.off;
+    }
+  replays.forget();  // the sets change where it does not look
   std::uint64_t engine_hits = 0;
-  const bool wt = !config.write_back, wa = config.write_allocate, classify = config.three_cs;
   CacheAccess* o = nullptr;
   if constexpr (Emit) {
     const std::size_t first = out->size();
@@ -1068,75 +1228,129 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
     o = out->data() + first;
   }
   constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
-  constexpr bool stamped = Stamps && kStamped<Engine>;
   const LineAccess* const end = in.data() + in.size();
   for (const LineAccess* p = in.data(); p != end; ++p) {
-    const LineAccess& a = *p;
-    if constexpr (stamped) {
-      if (classify && stamps.full()) stamps.compact(engine);
-    } else if (classify && end - p > std::ptrdiff_t(kAhead)) {
-      shadow.prefetch(p[kAhead].line, kAhead);
-    }
-    if constexpr (requires { engine.prefetch(a.line); })
+    if constexpr (!(Stamps && kStamped<Engine>))
+      if (config.three_cs && end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
+    if constexpr (requires { engine.prefetch(p->line); })
       if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
-    // Written in place, field by field: a record built aside and copied stalled on
-    // store forwarding (three quarters of the time).
-    [[maybe_unused]] CacheAccess* r = o;
-    if constexpr (Emit) {
-      ++o;
-      r->timestep = a.timestep, r->address = a.line << shift, r->victim = 0;
-      r->trace = a.trace, r->tensor = a.tensor, r->victim_tensor = 0;
-    }
-    std::uint8_t flags = a.write ? CacheAccess::write : 0;
-    const bool allocate = !a.write || wa;
-    bool cold = false, capacity = false;  // capacity: a miss of the shadow, not cold
-    if constexpr (!stamped)
-      if (classify) {
-        cold = !seen.test_and_set(a.line);
-        capacity = !shadow.access(a.line, allocate, cold) && !cold;
-      }
-    const std::int64_t id = engine.lookup(a.line);
-    if (id >= 0) {
-      engine.hit(id);
-      flags |= CacheAccess::hit;
-      if (a.write && !wt) engine.dirty(id) = 1;
-      // A line the engine holds was seen: not cold.
-      if constexpr (stamped)
-        if (classify) capacity = !stamps.hit(engine.stamp(id), allocate);
-    } else {
-      [[maybe_unused]] std::uint32_t stamp = 0;
-      if constexpr (stamped)
-        if (classify) {
-          cold = !seen.test_and_set(a.line);
-          capacity = !stamps.miss(a.line, cold, allocate, stamp) && !cold;
-        }
-      if (allocate) {
-        Victim v;
-        if constexpr (stamped) {
-          v = engine.fill(a.line, a.write && !wt, a.tensor, stamp);
-          if (classify && v.valid) stamps.evicted(v.line, v.stamp);
-        } else {
-          v = engine.fill(a.line, a.write && !wt, a.tensor);
-        }
-        flags |= CacheAccess::fetched;
-        if (v.valid) {
-          flags |= CacheAccess::evicted;
-          if constexpr (Emit) r->victim = v.line << shift, r->victim_tensor = v.tensor;
-          if (v.dirty) flags |= CacheAccess::dirty, ++writebacks[v.tensor];
-        }
-      }
-    }
-    if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
-    if constexpr (Emit) r->flags = flags;
-    const std::size_t key = this->key(a.trace, a.tensor);
-    key_tensor[key] = a.tensor;
-    CacheTally& c = keys[key];
-    c.accesses++, c.hits += id >= 0, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
-    engine_hits += id >= 0;
+    std::int64_t id;
+    engine_hits += access<Emit, Stamps>(engine, *p, o, id);
+    if constexpr (Emit) ++o;
   }
   return engine_hits;
 }
 
+void add_tally(CacheTally& t, const CacheTally& d) {
+  t.accesses += d.accesses, t.hits += d.hits, t.cold += d.cold, t.capacity += d.capacity;
+  t.write_throughs += d.write_throughs;
+}
+
+// The counts alone, over an engine whose lines stay in their ways (SmallSets, PlruSets),
+// with the three Cs' shadow on its stamps or none: a set whose accesses in a timestep
+// repeat the previous timestep's (Replays) is counted with no lookup.
+template <bool Stamps, class Engine>
+std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const LineAccess> in) {
+  Replays& R = replays;
+  std::uint64_t engine_hits = 0;
+  constexpr std::size_t kAhead = 8;
+  const bool wt = !config.write_back, wa = config.write_allocate, classify = Stamps && config.three_cs;
+  const LineAccess* const end = in.data() + in.size();
+  const std::uint64_t counted_before = R.counted;
+  std::size_t long_steps = 0, compared = 0;  // accesses in timesteps long enough; compared with the one before
+  for (const LineAccess* p = in.data(); p != end;) {
+    if (p->timestep != R.timestep) R.next_timestep(p->timestep);
+    const LineAccess* q = p;
+    while (q != end && q->timestep == p->timestep) ++q;
+    const std::size_t n = std::size_t(q - p);
+    if (n >= Replays::kShortest) long_steps += n;
+    // A timestep's first accesses here (all of it, or the first part, the rest to come in
+    // the next call) against the previous timestep's. A set whose accesses in the
+    // previous timestep all lie within the part compared repeats here, and stays as it
+    // was: what comes next to it is simulated from there.
+    std::size_t same = 0;
+    std::uint32_t gen = 0;
+    if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest) {
+      compared += n;
+      // The sets that differ: where an access is not the previous timestep's at its place
+      // (both sets), where there is none to compare with (past the part compared, or
+      // past the previous timestep), or where the previous one missed.
+      gen = R.next_gen();
+      const std::size_t common = std::min(n, R.size);
+      for (std::size_t i = 0; i < common; ++i) {
+        const Replays::Record& r = R.records[i];
+        const LineAccess& a = p[i];
+        if (r.line == a.line && r.key == Replays::key_of(key(a.trace, a.tensor), a.write)) {
+          ++same;
+          if (!r.hit) R.differs[engine.set_of_line(r.line)] = gen;
+        } else {
+          R.differs[engine.set_of_line(r.line)] = gen, R.differs[engine.set_of_line(a.line)] = gen;
+        }
+      }
+      for (std::size_t i = common; i < n; ++i) R.differs[engine.set_of_line(p[i].line)] = gen;
+      for (std::size_t i = common; i < R.size; ++i) R.differs[engine.set_of_line(R.records[i].line)] = gen;
+    }
+    if (4 * same < n) {  // (mostly) a timestep of its own: simulated
+      for (std::size_t i = 0; i < n; ++i) {
+        if (n - i > kAhead) engine.prefetch(p[i + kAhead].line);
+        std::int64_t id;
+        const bool hit = access<false, Stamps>(engine, p[i], nullptr, id);
+        engine_hits += hit;
+        R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
+      }
+      R.at += n, p = q;
+      continue;
+    }
+    for (std::size_t i = 0; i < n;) {
+      // The repeats up to the next access that is not one: hits in the ways recorded,
+      // whose records stand.
+      std::size_t j = i;
+      while (j < n && R.differs[engine.set_of_line(p[j].line)] != gen) ++j;
+      if (j != i) {
+        const auto id = [&](std::size_t k) { return R.records[i + k].id; };
+        const bool held = !classify || stamps.hit_all(engine, j - i, id);
+        std::size_t run_key = SIZE_MAX;
+        CacheTally run{};
+        for (std::size_t k = i; k < j; ++k) {
+          const LineAccess& a = p[k];
+          const Replays::Record& r = R.records[k];
+          if ((r.key >> 1) != run_key) {
+            if (run_key != SIZE_MAX) add_tally(keys[run_key], run);
+            run_key = r.key >> 1, run = CacheTally{};
+          }
+          bool capacity = false;
+          if constexpr (Stamps && kStamped<Engine>)
+            if (!held) {
+              if (stamps.full()) stamps.compact(engine);
+              capacity = !stamps.hit(engine.stamp(r.id), !a.write || wa);
+            }
+          run.accesses++, run.hits++, run.capacity += capacity, run.write_throughs += a.write && wt;
+        }
+        add_tally(keys[run_key], run);
+        engine_hits += j - i, R.counted += j - i;
+      }
+      if (j == n) break;
+      // An access of a set that differs: simulated, and recorded.
+      for (std::size_t k = j + 1; k < std::min(n, j + 1 + kAhead); ++k)
+        if (R.differs[engine.set_of_line(p[k].line)] == gen) engine.prefetch(p[k].line);
+      std::int64_t id;
+      const bool hit = access<false, Stamps>(engine, p[j], nullptr, id);
+      engine_hits += hit;
+      R.record(j, p[j], key(p[j].trace, p[j].tensor), id, hit);
+      i = j + 1;
+    }
+    R.at = n, p = q;
+  }
+  // Where timesteps are short, or repeat little of the one before (a random stream, a
+  // stream of weights), the records cost more than the repeats save: the next batches
+  // are simulated without them.
+  const auto decay = [](std::uint64_t& x, std::uint64_t now) { x += now - x / 8; };
+  decay(R.recent[0], in.size()), decay(R.recent[1], long_steps), decay(R.recent[2], compared);
+  decay(R.recent[3], R.counted - counted_before);
+  if (2 * R.recent[1] < R.recent[0] || (R.recent[2] != 0 && 8 * R.recent[3] < R.recent[2]))
+    R.off = Replays::kOff, R.recent = {};
+  return engine_hits;
+}
 CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces, CacheEngine engine)
     : impl_(new Impl) {
   check_cache_config(config);
@@ -1170,11 +1384,12 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.kind = Kind::plru;
     m.plru.init(config.sets(), config.associativity());
   }
+  const bool in_ways = m.kind == Kind::small_lru || m.kind == Kind::small_fifo || m.kind == Kind::small_plru;
   if (config.three_cs) {
     m.shadow.init(config.lines());
-    if (m.kind == Kind::small_lru || m.kind == Kind::small_fifo || m.kind == Kind::small_plru)
-      m.stamps.init(config.lines());
+    if (in_ways) m.stamps.init(config.lines());
   }
+  if (in_ways) m.replays.init(config.sets());
 }
 
 void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
@@ -1205,6 +1420,7 @@ CacheModel& CacheModel::operator=(CacheModel&& o) noexcept {
 CacheModel::~CacheModel() { delete impl_; }
 
 const CacheConfig& CacheModel::config() const { return impl_->config; }
+std::uint64_t CacheModel::repeats() const { return impl_->replays.counted; }
 
 void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* p = in.data();
@@ -1317,6 +1533,7 @@ std::uint64_t CacheModel::Impl::hold_first() const {
 
 void CacheModel::Impl::settle() {
   if (streak.held == 0) return;
+  replays.forget();  // it changes sets without a record
   const std::uint64_t n = config.lines(), sets = config.sets(), ways = config.associativity();
   const std::uint64_t held = streak.held;
   streak.held = 0;
@@ -1657,6 +1874,7 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
                               std::int64_t blocks) {
   Impl& m = *impl_;
   m.settle(), m.streak = {};  // the lines it held move
+  m.replays.forget();
   const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);

@@ -206,6 +206,9 @@ class CacheModel {
   void finish();
   CacheReport report() const;
   const CacheConfig& config() const;
+  // How many of count()'s line accesses were counted as repeats of the previous
+  // timestep's in their set (hits in the ways recorded, no lookup): a diagnostic.
+  std::uint64_t repeats() const;
 
   // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
   // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
