@@ -408,7 +408,7 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
   // place of the tile's, some the same line read then written); now and then an access
   // is dropped, added or its direction flipped. count() (which counts the sets that
   // repeat without a lookup) against the generic engine's run(), batches cut anywhere,
-  // under each policy and write policy, the three Cs included.
+  // under each policy and write policy, with and without the three Cs.
   std::mt19937_64 rng(47);
   int runs = 0;
   std::uint64_t repeats = 0, accesses = 0;  // in caches the tiles fit
@@ -417,7 +417,7 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
       for (std::uint64_t sets : {1u, 8u, 64u})
         for (int write_mode = 0; write_mode < 3; ++write_mode) {
           CacheConfig c = shape(sets * ways * 64, ways, 64, p);
-          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2;
+          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = rng() % 3 != 0;
           std::vector<LineAccess> in;
           std::vector<std::size_t> ends;  // where each timestep ends in `in`
           std::vector<LineAccess> tile;
@@ -465,6 +465,7 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
           CAPTURE(ways);
           CAPTURE(sets);
           CAPTURE(write_mode);
+          CAPTURE(c.three_cs);
           const CacheReport x = fast.report(), y = generic.report();
           for (std::size_t t = 0; t < 3; ++t) {
             CAPTURE(t);

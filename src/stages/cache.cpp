@@ -996,7 +996,7 @@ struct CacheModel::Impl {
   // Returns the engine's hits. Stamps: the three Cs' shadow on the engine's stamps.
   template <bool Emit, bool Stamps, class Engine>
   std::uint64_t run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
-  template <bool Emit, bool Stamps, class Engine>
+  template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id);
   template <bool Stamps, class Engine>
   std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in);
@@ -1164,11 +1164,13 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
 
 // One line access simulated (and its record written to *r if Emit): whether the engine
 // hit, and in `id` the way that holds the line after it (-1 if none does).
-template <bool Emit, bool Stamps, class Engine>
+// Unclassified: the model has no three Cs (known at compile time, the counters and
+// branches of the shadow go).
+template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 [[gnu::always_inline]] inline bool CacheModel::Impl::access(Engine& engine, const LineAccess& a,
                                                             [[maybe_unused]] CacheAccess* r, std::int64_t& id) {
   constexpr bool stamped = Stamps && kStamped<Engine>;
-  const bool wt = !config.write_back, wa = config.write_allocate, classify = config.three_cs;
+  const bool wt = !config.write_back, wa = config.write_allocate, classify = !Unclassified && config.three_cs;
   if constexpr (stamped)
     if (classify && stamps.full()) stamps.compact(engine);
   // Written in place, field by field: a record built aside and copied stalled on
@@ -1223,7 +1225,8 @@ template <bool Emit, bool Stamps, class Engine>
   const std::size_t key = this->key(a.trace, a.tensor);
   key_tensor[key] = a.tensor;
   CacheTally& c = keys[key];
-  c.accesses++, c.hits += hit, c.cold += cold, c.capacity += capacity, c.write_throughs += a.write && wt;
+  c.accesses++, c.hits += hit, c.write_throughs += a.write && wt;
+  if constexpr (!Unclassified) c.cold += cold, c.capacity += capacity;
   return hit;
 }
 
@@ -1245,15 +1248,19 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
   }
   constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
   const LineAccess* const end = in.data() + in.size();
-  for (const LineAccess* p = in.data(); p != end; ++p) {
-    if constexpr (!(Stamps && kStamped<Engine>))
-      if (config.three_cs && end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
-    if constexpr (requires { engine.prefetch(p->line); })
-      if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
-    std::int64_t id;
-    engine_hits += access<Emit, Stamps>(engine, *p, o, id);
-    if constexpr (Emit) ++o;
-  }
+  const auto loop = [&]<bool Unclassified>() {
+    for (const LineAccess* p = in.data(); p != end; ++p) {
+      if constexpr (!(Stamps && kStamped<Engine>) && !Unclassified)
+        if (end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
+      if constexpr (requires { engine.prefetch(p->line); })
+        if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
+      std::int64_t id;
+      engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
+      if constexpr (Emit) ++o;
+    }
+  };
+  if (config.three_cs) loop.template operator()<false>();
+  else loop.template operator()<true>();
   return engine_hits;
 }
 
@@ -1310,7 +1317,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       for (std::size_t i = 0; i < n; ++i) {
         if (n - i > kAhead) engine.prefetch(p[i + kAhead].line);
         std::int64_t id;
-        const bool hit = access<false, Stamps>(engine, p[i], nullptr, id);
+        const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id);
         engine_hits += hit;
         R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
       }
@@ -1350,7 +1357,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       for (std::size_t k = j + 1; k < std::min(n, j + 1 + kAhead); ++k)
         if (R.differs[engine.set_of_line(p[k].line)] == gen) engine.prefetch(p[k].line);
       std::int64_t id;
-      const bool hit = access<false, Stamps>(engine, p[j], nullptr, id);
+      const bool hit = access<false, Stamps, !Stamps>(engine, p[j], nullptr, id);
       engine_hits += hit;
       R.record(j, p[j], key(p[j].trace, p[j].tensor), id, hit);
       i = j + 1;
