@@ -755,13 +755,15 @@ class StampShadow {
   // in registers (hit() after hit() waits on the ring's word the last one wrote). False,
   // having changed nothing but the times' numbering, if one is not held or the ring has
   // no room for n more times.
+  // `held`: they are known to be held (none is checked).
   template <class Engine, class Id>
-  bool hit_all(Engine& engine, std::size_t n, Id id) {
+  bool hit_all(Engine& engine, std::size_t n, Id id, bool held = false) {
     const auto room = [&] { return now_ + n - tail_ < ring_mask_ - 64 && now_ + n < kLimit; };
     if (!room()) compact(engine);
     if (!room()) return false;
-    for (std::size_t k = 0; k < n; ++k)
-      if (engine.stamp(id(k)) < tail_) return false;
+    if (!held)
+      for (std::size_t k = 0; k < n; ++k)
+        if (engine.stamp(id(k)) < tail_) return false;
     // The new times' bits first: a line met twice clears the time its first meeting took.
     const std::uint64_t now = now_;
     for (std::uint64_t t = now; t < now + n;) {
@@ -1264,11 +1266,6 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
   return engine_hits;
 }
 
-void add_tally(CacheTally& t, const CacheTally& d) {
-  t.accesses += d.accesses, t.hits += d.hits, t.cold += d.cold, t.capacity += d.capacity;
-  t.write_throughs += d.write_throughs;
-}
-
 // The counts alone, over an engine whose lines stay in their ways (SmallSets, PlruSets),
 // with the three Cs' shadow on its stamps or none: a set whose accesses in a timestep
 // repeat the previous timestep's (Replays) is counted with no lookup.
@@ -1313,6 +1310,11 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       for (std::size_t i = common; i < n; ++i) R.differs[engine.set_of_line(p[i].line)] = gen;
       for (std::size_t i = common; i < R.size; ++i) R.differs[engine.set_of_line(R.records[i].line)] = gen;
     }
+    // The shadow holds every line of the two timesteps if every access brings its line
+    // in (a write that does not allocate leaves a line out that is not in) and they have
+    // fewer accesses than it has lines (a line falls out only after N others came after
+    // it): no stamp of a repeat needs checking.
+    const bool all_held = config.write_allocate && R.size + n < config.lines();
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
       for (std::size_t i = 0; i < n; ++i) {
         if (n - i > kAhead) engine.prefetch(p[i + kAhead].line);
@@ -1331,25 +1333,29 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       while (j < n && R.differs[engine.set_of_line(p[j].line)] != gen) ++j;
       if (j != i) {
         const auto id = [&](std::size_t k) { return R.records[i + k].id; };
-        const bool held = !classify || stamps.hit_all(engine, j - i, id);
-        std::size_t run_key = SIZE_MAX;
-        CacheTally run{};
-        for (std::size_t k = i; k < j; ++k) {
-          const LineAccess& a = p[k];
-          const Replays::Record& r = R.records[k];
-          if ((r.key >> 1) != run_key) {
-            if (run_key != SIZE_MAX) add_tally(keys[run_key], run);
-            run_key = r.key >> 1, run = CacheTally{};
-          }
-          bool capacity = false;
-          if constexpr (Stamps && kStamped<Engine>)
-            if (!held) {
-              if (stamps.full()) stamps.compact(engine);
-              capacity = !stamps.hit(engine.stamp(r.id), !a.write || wa);
+        const bool held = !classify || stamps.hit_all(engine, j - i, id, all_held);
+        if (held && !wt) {
+          // Hits alone: counted per stretch of one key (a trace's lines come together).
+          std::size_t from = i;
+          for (std::size_t k = i + 1; k <= j; ++k)
+            if (k == j || R.records[k].key >> 1 != R.records[from].key >> 1) {
+              CacheTally& c = keys[R.records[from].key >> 1];
+              c.accesses += k - from, c.hits += k - from, from = k;
             }
-          run.accesses++, run.hits++, run.capacity += capacity, run.write_throughs += a.write && wt;
+        } else {
+          for (std::size_t k = i; k < j; ++k) {
+            const LineAccess& a = p[k];
+            const Replays::Record& r = R.records[k];
+            bool capacity = false;
+            if constexpr (Stamps && kStamped<Engine>)
+              if (!held) {
+                if (stamps.full()) stamps.compact(engine);
+                capacity = !stamps.hit(engine.stamp(r.id), !a.write || wa);
+              }
+            CacheTally& c = keys[r.key >> 1];
+            c.accesses++, c.hits++, c.capacity += capacity, c.write_throughs += a.write && wt;
+          }
         }
-        add_tally(keys[run_key], run);
         engine_hits += j - i, R.counted += j - i;
       }
       if (j == n) break;
