@@ -1842,9 +1842,18 @@ bool WarpBlock::touched(std::uint64_t line) const {
   return next != runs_.begin() && std::prev(next)->second.last >= line;
 }
 
+bool WarpBlock::touched_flat(std::uint64_t line) const {
+  const auto next = std::upper_bound(flat_.begin(), flat_.end(), line,
+                                     [](std::uint64_t l, const auto& r) { return l < r.first; });
+  return next != flat_.begin() && std::prev(next)->second >= line;
+}
+
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks) {
   stay_.clear(), stay_shadow_.clear();
   if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size() || overflow_) return false;
+  flat_.clear();
+  for (const auto& [first, r] : runs_) flat_.emplace_back(first, r.last);
+  const auto touched = [&](std::uint64_t line) { return touched_flat(line); };
   // The lines that move with the blocks, per tensor: those touched and those shifted along.
   std::vector<std::uint64_t> low = low_, high = high_;
   struct Stay {
