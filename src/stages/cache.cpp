@@ -303,7 +303,7 @@ template <class Meta>
 class SignatureSets {
  public:
 #if defined(__SSE2__)
-  std::int64_t lookup(std::uint64_t line) {
+  [[gnu::always_inline]] std::int64_t lookup(std::uint64_t line) {
     set_ = set_of(line);
     const Meta& m = meta_[set_];
     const __m128i want = _mm_set1_epi16(short(signature(line)));
@@ -428,7 +428,7 @@ class SmallSets : public SignatureSets<AgeMeta> {
   void hit(std::int64_t id) {
     if constexpr (P == CachePolicy::lru) make_newest(std::size_t(id) - set_ * ways_);
   }
-  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::optional<std::uint32_t> stamp = std::nullopt) {
+  [[gnu::always_inline]] Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::optional<std::uint32_t> stamp = std::nullopt) {
     const __m128i age = _mm_load_si128(reinterpret_cast<const __m128i*>(meta_[set_].age));
     const unsigned empty = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(age, _mm_set1_epi8(kEmpty)))) & lane_bits_;
     const std::size_t way = empty != 0 ? unsigned(__builtin_ctz(empty))
@@ -541,7 +541,7 @@ class PlruSets : public SignatureSets<TreeMeta> {
   }
   // After lookup(), in the same set.
   void hit(std::int64_t id) { touch(meta_[set_], std::size_t(id) & (ways_ - 1)); }
-  Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::optional<std::uint32_t> stamp = std::nullopt) {
+  [[gnu::always_inline]] Victim fill(std::uint64_t line, bool dirty, std::uint32_t tensor, std::optional<std::uint32_t> stamp = std::nullopt) {
     TreeMeta& m = meta_[set_];
     const unsigned empty = ~unsigned(m.filled) & lane_bits_;
     std::size_t way;
@@ -794,7 +794,7 @@ class StampShadow {
   // A count of bits per stamp: with the CPU's instruction where it has one (x86-64's
   // baseline lacks it, and the library's call was a third of the renumbering).
   template <class Engine>
-  void compact(Engine& engine) {
+  [[gnu::noinline]] void compact(Engine& engine) {  // rare: kept out of the loops that call it
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__POPCNT__)
     static const bool popcnt = __builtin_cpu_supports("popcnt");
     if (popcnt) return compact_popcnt(engine);
@@ -1000,8 +1000,12 @@ struct CacheModel::Impl {
   std::uint64_t run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id);
+  // Each loop a function of its own: inlined together, the loops of the other shadow and
+  // of the repeats slowed this one by a fifth (Mixtral 8x22B's feed-forward blocks).
+  template <bool Emit, bool Stamps, bool Unclassified, class Engine>
+  [[gnu::noinline]] std::uint64_t simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o);
   template <bool Stamps, class Engine>
-  std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in);
+  [[gnu::noinline]] std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in);
   template <bool Emit, class Engine>
   void run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
   // A timestep that repeats the one before in a set: a weight that a register holds
@@ -1031,7 +1035,7 @@ struct CacheModel::Impl {
     std::vector<std::uint32_t> differs;  // per set: `gen` if its accesses differ from the previous timestep's
     std::uint32_t gen = 0;
     static constexpr std::size_t kShortest = 64;  // timesteps shorter than this are simulated
-    static constexpr unsigned kOff = 15;          // batches simulated without records after one that repeated little
+    static constexpr unsigned kOff = 63;          // batches simulated without records after one that repeated little
     unsigned off = 0;                             // batches left to simulate so
     // Decayed by 1/8 a batch: its accesses; those in timesteps of kShortest or more;
     // those compared with the previous timestep; those counted as repeats.
@@ -1241,28 +1245,30 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
       --replays.off;
     }
   replays.forget();  // the sets change where it does not look
-  std::uint64_t engine_hits = 0;
   CacheAccess* o = nullptr;
   if constexpr (Emit) {
     const std::size_t first = out->size();
     out->resize(first + in.size());
     o = out->data() + first;
   }
+  return config.three_cs ? simulate<Emit, Stamps, false>(engine, in, o) : simulate<Emit, Stamps, true>(engine, in, o);
+}
+
+// Every access of `in` simulated (and its record written to o[i] if Emit); the engine's hits.
+template <bool Emit, bool Stamps, bool Unclassified, class Engine>
+std::uint64_t CacheModel::Impl::simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
+  std::uint64_t engine_hits = 0;
   constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
   const LineAccess* const end = in.data() + in.size();
-  const auto loop = [&]<bool Unclassified>() {
-    for (const LineAccess* p = in.data(); p != end; ++p) {
-      if constexpr (!(Stamps && kStamped<Engine>) && !Unclassified)
-        if (end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
-      if constexpr (requires { engine.prefetch(p->line); })
-        if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
-      std::int64_t id;
-      engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
-      if constexpr (Emit) ++o;
-    }
-  };
-  if (config.three_cs) loop.template operator()<false>();
-  else loop.template operator()<true>();
+  for (const LineAccess* p = in.data(); p != end; ++p) {
+    if constexpr (!(Stamps && kStamped<Engine>) && !Unclassified)
+      if (end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
+    if constexpr (requires { engine.prefetch(p->line); })
+      if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
+    std::int64_t id;
+    engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
+    if constexpr (Emit) ++o;
+  }
   return engine_hits;
 }
 
@@ -1376,7 +1382,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
   const auto decay = [](std::uint64_t& x, std::uint64_t now) { x += now - x / 8; };
   decay(R.recent[0], in.size()), decay(R.recent[1], long_steps), decay(R.recent[2], compared);
   decay(R.recent[3], R.counted - counted_before);
-  if (2 * R.recent[1] < R.recent[0] || (R.recent[2] != 0 && 8 * R.recent[3] < R.recent[2]))
+  if (2 * R.recent[1] < R.recent[0] || (R.recent[2] != 0 && 4 * R.recent[3] < R.recent[2]))
     R.off = Replays::kOff, R.recent = {};
   return engine_hits;
 }

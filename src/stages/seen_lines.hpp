@@ -37,7 +37,7 @@ bool each_line_word(std::uint64_t first, std::uint64_t last, Page page, Fn fn) {
 class SeenLines {
  public:
   // Whether `line` was seen before; marks it.
-  bool test_and_set(std::uint64_t line) {
+  [[gnu::always_inline]] bool test_and_set(std::uint64_t line) {
     std::uint64_t& word = page(line >> 16)[(line >> 6) & 1023];
     const std::uint64_t bit = std::uint64_t(1) << (line & 63);
     const bool seen = (word & bit) != 0;
@@ -120,7 +120,7 @@ class SeenLines {
 // at most 8 MiB), or past it in a map, the last page found there kept at hand.
 class LineBits {
  public:
-  bool test(std::uint64_t line) const {
+  [[gnu::always_inline]] bool test(std::uint64_t line) const {
     const std::uint64_t* p = find(line >> 16);
     return p != nullptr && (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
   }
