@@ -408,7 +408,10 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
   // place of the tile's, some the same line read then written); now and then an access
   // is dropped, added or its direction flipped. count() (which counts the sets that
   // repeat without a lookup) against the generic engine's run(), batches cut anywhere,
-  // under each policy and write policy, with and without the three Cs.
+  // some of them run() with each outcome written (nothing recorded then may be repeated)
+  // and reports taken in between, under each policy and write policy, with and without
+  // the three Cs, the weight's lines counted per trace (two traces, one a tensor) or
+  // per tensor.
   std::mt19937_64 rng(47);
   int runs = 0;
   std::uint64_t repeats = 0, accesses = 0;  // in caches the tiles fit
@@ -418,19 +421,20 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
         for (int write_mode = 0; write_mode < 3; ++write_mode) {
           CacheConfig c = shape(sets * ways * 64, ways, 64, p);
           c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = rng() % 3 != 0;
+          const bool traced = rng() % 2 == 0;  // the tile's lines of traces 0 and 1 (tensors 0 and 1)
           std::vector<LineAccess> in;
           std::vector<std::size_t> ends;  // where each timestep ends in `in`
           std::vector<LineAccess> tile;
           std::size_t place = 0, fresh = 0;
           bool rewrite = false;
           for (std::int64_t t = 0; t < 160; ++t) {
-            if (t % (3 + std::int64_t(rng() % 12)) == 0 || tile.empty()) {  // a new tile
+            if (t % (6 + std::int64_t(rng() % 18)) == 0 || tile.empty()) {  // a new tile
               tile.clear();
               const std::uint64_t base = rng() % (4 * sets * ways);
               const std::size_t n = 64 + rng() % 64;
               for (std::size_t k = 0; k < n; ++k)
-                tile.push_back({0, base + (rng() % 8 == 0 ? rng() % (2 * sets * ways) : k), kNoTrace,
-                                std::uint32_t(k % 2), rng() % 8 == 0});
+                tile.push_back({0, base + (rng() % 8 == 0 ? rng() % (2 * sets * ways) : k),
+                                traced ? std::uint32_t(k % 2) : kNoTrace, std::uint32_t(k % 2), rng() % 8 == 0});
               place = rng() % (n + 1), fresh = rng() % 5, rewrite = rng() % 2;
             }
             std::vector<LineAccess> step(tile.begin(), tile.begin() + std::ptrdiff_t(place));
@@ -449,14 +453,16 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
             for (LineAccess& a : step) a.timestep = t, in.push_back(a);
             ends.push_back(in.size());
           }
-          CacheModel fast(c, 3, 0), generic(c, 3, 0, CacheEngine::generic);
-          std::vector<CacheAccess> out;
+          CacheModel fast(c, 3, 2), generic(c, 3, 2, CacheEngine::generic);
+          std::vector<CacheAccess> out, scratch;
           // Cut at timesteps' ends and inside them.
           for (std::size_t at = 0, e = 0; at < in.size();) {
             std::size_t to = std::min(in.size(), at + 1 + rng() % 900);
             while (e < ends.size() && ends[e] < to) ++e;
             if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
-            fast.count(std::span(in).subspan(at, to - at));
+            if (rng() % 16 == 0) fast.run(std::span(in).subspan(at, to - at), scratch);
+            else fast.count(std::span(in).subspan(at, to - at));
+            if (rng() % 16 == 0) (void)fast.report();
             at = to;
           }
           generic.run(in, out);
@@ -476,15 +482,62 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
             CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
             CHECK(x.tensors[t].write_throughs == y.tensors[t].write_throughs);
           }
-          if (sets * ways >= 256) repeats += fast.repeats(), accesses += x.total.accesses;
-          CHECK(x.total.misses > 0);
+          for (std::size_t t = 0; t < 2; ++t) {
+            CAPTURE(t);
+            CHECK(x.traces[t].accesses == y.traces[t].accesses);
+            CHECK(x.traces[t].hits == y.traces[t].hits);
+            CHECK(x.traces[t].capacity == y.traces[t].capacity);
+          }
+          if (sets * ways >= 256) {
+            repeats += fast.repeats(), accesses += x.total.accesses;
+            CHECK(fast.repeats() > 0);  // under each policy, write policy and shadow
+          }
           ++runs;
         }
   CHECK(runs == 3 * 4 * 3 * 3);
   // Where the tiles fit, a third of the accesses or more were counted as repeats (a
-  // tile's first timestep misses, its second repeats one that missed): the test
-  // exercises them.
+  // tile's first timestep misses; its second one's sets are marked, as the first
+  // missed; repeats start with the third): the test exercises them.
   CHECK(3 * repeats > accesses);
+}
+
+TEST_CASE("cache: repeats are looked for again after a stretch that repeated nothing") {
+  // 120 timesteps of 64 random lines, a batch each (nothing repeats: the records are
+  // turned off for 63 batches), then a tile of 96 lines re-read for 200 timesteps: the
+  // repeats come back, and every count is the generic engine's.
+  std::mt19937_64 rng(5);
+  CacheConfig c = shape(64 * 16 * 64, 16, 64);
+  std::vector<LineAccess> in;
+  std::vector<std::size_t> ends;
+  for (std::int64_t t = 0; t < 120; ++t) {
+    for (int k = 0; k < 64; ++k) in.push_back({t, rng() % 100000, kNoTrace, 0, rng() % 4 == 0});
+    ends.push_back(in.size());
+  }
+  const std::size_t random_part = in.size();
+  for (std::int64_t t = 120; t < 320; ++t) {
+    for (std::uint64_t k = 0; k < 96; ++k) in.push_back({t, 200000 + k * 3, kNoTrace, 1, k % 5 == 0});
+    ends.push_back(in.size());
+  }
+  CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
+  std::uint64_t repeats_in_random = 0;
+  for (std::size_t e = 0, at = 0; e < ends.size(); at = ends[e++]) {
+    fast.count(std::span(in).subspan(at, ends[e] - at));
+    if (ends[e] == random_part) repeats_in_random = fast.repeats();
+  }
+  std::vector<CacheAccess> out;
+  generic.run(in, out);
+  fast.finish(), generic.finish();
+  const CacheReport x = fast.report(), y = generic.report();
+  for (std::size_t t = 0; t < 2; ++t) {
+    CAPTURE(t);
+    CHECK(x.tensors[t].hits == y.tensors[t].hits);
+    CHECK(x.tensors[t].cold == y.tensors[t].cold);
+    CHECK(x.tensors[t].capacity == y.tensors[t].capacity);
+    CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
+  }
+  CHECK(repeats_in_random == 0);
+  // Back on within 64 batches of the tile: most of its 200 timesteps repeat.
+  CHECK(fast.repeats() - repeats_in_random > 96 * 100);
 }
 
 TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over long streams") {

@@ -1012,8 +1012,9 @@ struct CacheModel::Impl {
   // while tokens stream past it is read again at every timestep (Llama 3 8B's
   // projections: 512 lines at each of 128 timesteps, beside 8 lines that change). Where
   // a set's accesses in a timestep are the previous timestep's, one for one and in the
-  // same order, and the previous ones all hit, nothing else touched the set in between,
-  // so they all hit again, in the ways recorded, and leave the set as it was (LRU: the
+  // same order, and the previous ones all hit, nothing else touched the set in between
+  // (the records are the accesses just before, in order: whatever changes the sets
+  // another way calls forget()), so they all hit again, in the ways recorded, and leave the set as it was (LRU: the
   // same lines newest in the same order; FIFO: hits change nothing; PLRU: each node on
   // their paths as the last access through it set it). run_replays() counts them with
   // no lookup; the other sets' accesses are simulated, in order. Memory follows a
@@ -1034,7 +1035,7 @@ struct CacheModel::Impl {
     std::int64_t timestep = INT64_MIN;
     std::vector<std::uint32_t> differs;  // per set: `gen` if its accesses differ from the previous timestep's
     std::uint32_t gen = 0;
-    static constexpr std::size_t kShortest = 64;  // timesteps shorter than this are simulated
+    static constexpr std::size_t kShortest = 64;  // a timestep, or one before it, shorter than this: simulated
     static constexpr unsigned kOff = 63;          // batches simulated without records after one that repeated little
     unsigned off = 0;                             // batches left to simulate so
     // Decayed by 1/8 a batch: its accesses; those in timesteps of kShortest or more;
@@ -1316,10 +1317,11 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       for (std::size_t i = common; i < n; ++i) R.differs[engine.set_of_line(p[i].line)] = gen;
       for (std::size_t i = common; i < R.size; ++i) R.differs[engine.set_of_line(R.records[i].line)] = gen;
     }
-    // The shadow holds every line of the two timesteps if every access brings its line
-    // in (a write that does not allocate leaves a line out that is not in) and they have
-    // fewer accesses than it has lines (a line falls out only after N others came after
-    // it): no stamp of a repeat needs checking.
+    // The shadow holds every line a repeat touches if every access brings its line in (a
+    // write that does not allocate leaves out a line that is not in) and the two
+    // timesteps have fewer accesses than it has lines: the line was accessed in the
+    // previous timestep, and falls out only after N others came after it. Then no stamp
+    // of a repeat needs checking.
     const bool all_held = config.write_allocate && R.size + n < config.lines();
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
       for (std::size_t i = 0; i < n; ++i) {
@@ -1342,6 +1344,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
         const bool held = !classify || stamps.hit_all(engine, j - i, id, all_held);
         if (held && !wt) {
           // Hits alone: counted per stretch of one key (a trace's lines come together).
+          // key_tensor was set when the record was made: a key has one tensor.
           std::size_t from = i;
           for (std::size_t k = i + 1; k <= j; ++k)
             if (k == j || R.records[k].key >> 1 != R.records[from].key >> 1) {
