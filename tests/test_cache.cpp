@@ -44,6 +44,17 @@ std::vector<LineAccess> lines_of(std::vector<std::uint64_t> lines, std::vector<b
   return out;
 }
 
+// Every count of two reports' tensors, traces or totals equal.
+void check_same(const CacheCounts& a, const CacheCounts& b) {
+  CHECK(a.accesses == b.accesses);
+  CHECK(a.hits == b.hits);
+  CHECK(a.misses == b.misses);
+  CHECK(a.cold == b.cold);
+  CHECK(a.capacity == b.capacity);
+  CHECK(a.writebacks == b.writebacks);
+  CHECK(a.write_throughs == b.write_throughs);
+}
+
 // Which lines hit, as a string of h / m.
 std::string outcomes(CacheConfig c, const std::vector<LineAccess>& in, CacheReport* report = nullptr) {
   CacheModel m(c, 1, 0);
@@ -475,18 +486,8 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
           const CacheReport x = fast.report(), y = generic.report();
           for (std::size_t t = 0; t < 3; ++t) {
             CAPTURE(t);
-            CHECK(x.tensors[t].accesses == y.tensors[t].accesses);
-            CHECK(x.tensors[t].hits == y.tensors[t].hits);
-            CHECK(x.tensors[t].cold == y.tensors[t].cold);
-            CHECK(x.tensors[t].capacity == y.tensors[t].capacity);
-            CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
-            CHECK(x.tensors[t].write_throughs == y.tensors[t].write_throughs);
-          }
-          for (std::size_t t = 0; t < 2; ++t) {
-            CAPTURE(t);
-            CHECK(x.traces[t].accesses == y.traces[t].accesses);
-            CHECK(x.traces[t].hits == y.traces[t].hits);
-            CHECK(x.traces[t].capacity == y.traces[t].capacity);
+            check_same(x.tensors[t], y.tensors[t]);
+            if (t < 2) check_same(x.traces[t], y.traces[t]);
           }
           if (sets * ways >= 256) {
             repeats += fast.repeats(), accesses += x.total.accesses;
@@ -530,10 +531,7 @@ TEST_CASE("cache: repeats are looked for again after a stretch that repeated not
   const CacheReport x = fast.report(), y = generic.report();
   for (std::size_t t = 0; t < 2; ++t) {
     CAPTURE(t);
-    CHECK(x.tensors[t].hits == y.tensors[t].hits);
-    CHECK(x.tensors[t].cold == y.tensors[t].cold);
-    CHECK(x.tensors[t].capacity == y.tensors[t].capacity);
-    CHECK(x.tensors[t].writebacks == y.tensors[t].writebacks);
+    check_same(x.tensors[t], y.tensors[t]);
   }
   CHECK(repeats_in_random == 0);
   // Back on within 64 batches of the tile: most of its 200 timesteps repeat.
@@ -699,16 +697,6 @@ mapping:
       - !Temporal {rank_variable: m, tile_shape: 1}
       - !Compute {einsum: Y, component: MAC}
 )";
-
-void check_same(const CacheCounts& a, const CacheCounts& b) {
-  CHECK(a.accesses == b.accesses);
-  CHECK(a.hits == b.hits);
-  CHECK(a.misses == b.misses);
-  CHECK(a.cold == b.cold);
-  CHECK(a.capacity == b.capacity);
-  CHECK(a.writebacks == b.writebacks);
-  CHECK(a.write_throughs == b.write_throughs);
-}
 
 }  // namespace
 

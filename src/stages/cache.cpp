@@ -1,7 +1,6 @@
 #include "looptrace/stages/cache.hpp"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <numeric>
 #include <optional>
@@ -1040,7 +1039,9 @@ struct CacheModel::Impl {
     unsigned off = 0;                             // batches left to simulate so
     // Decayed by 1/8 a batch: its accesses; those in timesteps of kShortest or more;
     // those compared with the previous timestep; those counted as repeats.
-    std::array<std::uint64_t, 4> recent{};
+    struct Recent {
+      std::uint64_t accesses = 0, long_steps = 0, compared = 0, repeated = 0;
+    } recent;
     void init(std::uint64_t sets) { on = true, differs.assign(sets, 0); }
     // The sets changed where run_replays() does not look: nothing recorded so far is repeated.
     void forget() { size = 0, forgotten = true; }
@@ -1323,13 +1324,17 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
     // previous timestep, and falls out only after N others came after it. Then no stamp
     // of a repeat needs checking.
     const bool all_held = config.write_allocate && R.size + n < config.lines();
+    // Access i of the timestep here simulated, and recorded at its place.
+    const auto simulate_at = [&](std::size_t i) {
+      std::int64_t id;
+      const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id);
+      engine_hits += hit;
+      R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
+    };
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
       for (std::size_t i = 0; i < n; ++i) {
         if (n - i > kAhead) engine.prefetch(p[i + kAhead].line);
-        std::int64_t id;
-        const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id);
-        engine_hits += hit;
-        R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
+        simulate_at(i);
       }
       R.at += n, p = q;
       continue;
@@ -1371,10 +1376,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       // An access of a set that differs: simulated, and recorded.
       for (std::size_t k = j + 1; k < std::min(n, j + 1 + kAhead); ++k)
         if (R.differs[engine.set_of_line(p[k].line)] == gen) engine.prefetch(p[k].line);
-      std::int64_t id;
-      const bool hit = access<false, Stamps, !Stamps>(engine, p[j], nullptr, id);
-      engine_hits += hit;
-      R.record(j, p[j], key(p[j].trace, p[j].tensor), id, hit);
+      simulate_at(j);  // (R.at is 0 here)
       i = j + 1;
     }
     R.at = n, p = q;
@@ -1382,11 +1384,12 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
   // Where timesteps are short, or repeat little of the one before (a random stream, a
   // stream of weights), the records cost more than the repeats save: the next batches
   // are simulated without them.
+  Replays::Recent& r = R.recent;
   const auto decay = [](std::uint64_t& x, std::uint64_t now) { x += now - x / 8; };
-  decay(R.recent[0], in.size()), decay(R.recent[1], long_steps), decay(R.recent[2], compared);
-  decay(R.recent[3], R.counted - counted_before);
-  if (2 * R.recent[1] < R.recent[0] || (R.recent[2] != 0 && 4 * R.recent[3] < R.recent[2]))
-    R.off = Replays::kOff, R.recent = {};
+  decay(r.accesses, in.size()), decay(r.long_steps, long_steps), decay(r.compared, compared);
+  decay(r.repeated, R.counted - counted_before);
+  if (2 * r.long_steps < r.accesses || (r.compared != 0 && 4 * r.repeated < r.compared))
+    R.off = Replays::kOff, r = {};
   return engine_hits;
 }
 CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces, CacheEngine engine)
