@@ -50,9 +50,6 @@ class LineMap {
       if (e_[i].line == kNoLine) return npos;
     }
   }
-  // Where a later find() of `line` starts, or entry i, into the CPU's cache.
-  void prefetch(std::uint64_t line) const { __builtin_prefetch(&e_[home(line)]); }
-  void prefetch_at(std::uint64_t i) const { __builtin_prefetch(&e_[i]); }
   std::uint64_t line(std::uint32_t i) const { return e_[i].line; }
   Value& value(std::uint32_t i) { return e_[i].value; }
   Value value(std::uint32_t i) const { return e_[i].value; }
@@ -320,15 +317,6 @@ class SignatureSets {
 #else
   std::int64_t lookup(std::uint64_t) { return -1; }
 #endif
-  // Brings the set of `line` (its block and its ways' tags) towards the core ahead of its
-  // lookup: a 1 MiB cache's blocks and tags are 192 KiB, out of L1, so a lookup would
-  // otherwise wait on L2 twice.
-  void prefetch(std::uint64_t line) const {
-    const std::size_t set = set_of(line);
-    __builtin_prefetch(&meta_[set]);
-    __builtin_prefetch(tag_.data() + set * ways_);
-    __builtin_prefetch(tag_.data() + set * ways_ + ways_ - 1);
-  }
   // After lookup(), in the same set.
   std::uint8_t& dirty(std::int64_t id) { return meta_[set_].dirty[std::size_t(id) - set_ * ways_]; }
   std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
@@ -585,14 +573,6 @@ class LruShadow {
     pending_.assign(ring_.size(), kNoLine);
     ring_mask_ = ring_.size() - 1;
     now_ = tail_ = flushed_ = used_ = 0;
-  }
-  // A later access's slot, and the slot of the line a miss would evict then (the live
-  // time `ahead` places after the tail, if none died since): the index is larger than
-  // the CPU's first caches and a probe of a hash is a miss of them.
-  void prefetch(std::uint64_t line, std::size_t ahead) const {
-    slots_.prefetch(line);
-    if (used_ == n_)
-      if (const std::uint64_t s = ring_[(tail_ + ahead) & ring_mask_]; s < kPending) slots_.prefetch_at(s);
   }
   // Whether `line` is resident; then (or, on a miss, if `allocate`) it becomes the newest.
   // `absent`: the caller knows it is not (a line never seen): not even its bit is read.
@@ -1260,13 +1240,8 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 std::uint64_t CacheModel::Impl::simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
   std::uint64_t engine_hits = 0;
-  constexpr std::size_t kAhead = 8;  // prefetch distance, in accesses
   const LineAccess* const end = in.data() + in.size();
   for (const LineAccess* p = in.data(); p != end; ++p) {
-    if constexpr (!(Stamps && kStamped<Engine>) && !Unclassified)
-      if (end - p > std::ptrdiff_t(kAhead)) shadow.prefetch(p[kAhead].line, kAhead);
-    if constexpr (requires { engine.prefetch(p->line); })
-      if (end - p > std::ptrdiff_t(kAhead)) engine.prefetch(p[kAhead].line);
     std::int64_t id;
     engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
     if constexpr (Emit) ++o;
@@ -1281,7 +1256,6 @@ template <bool Stamps, class Engine>
 std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const LineAccess> in) {
   Replays& R = replays;
   std::uint64_t engine_hits = 0;
-  constexpr std::size_t kAhead = 8;
   const bool wt = !config.write_back, wa = config.write_allocate, classify = Stamps && config.three_cs;
   const LineAccess* const end = in.data() + in.size();
   const std::uint64_t counted_before = R.counted;
@@ -1332,10 +1306,7 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
     };
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
-      for (std::size_t i = 0; i < n; ++i) {
-        if (n - i > kAhead) engine.prefetch(p[i + kAhead].line);
-        simulate_at(i);
-      }
+      for (std::size_t i = 0; i < n; ++i) simulate_at(i);
       R.at += n, p = q;
       continue;
     }
@@ -1374,8 +1345,6 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
       }
       if (j == n) break;
       // An access of a set that differs: simulated, and recorded.
-      for (std::size_t k = j + 1; k < std::min(n, j + 1 + kAhead); ++k)
-        if (R.differs[engine.set_of_line(p[k].line)] == gen) engine.prefetch(p[k].line);
       simulate_at(j);  // (R.at is 0 here)
       i = j + 1;
     }
