@@ -1131,3 +1131,45 @@ TEST_CASE("warp block: its runs are the block's lines with their first keys, aga
     for (std::uint64_t l = 0; l < 800; ++l) CHECK(block.touched(l) == first.contains(l));
   }
 }
+
+TEST_CASE("cache: without the three Cs, a batch of more accesses than a stretch's packed counters hold") {
+  // simulate() counts a stretch of one key in a register, 21 bits a count, so a batch of
+  // 2^21 + 3000 accesses of one trace is counted in two stretches; run_replays() counts
+  // its simulated accesses itself. Every count is the generic engine's, per trace and per
+  // tensor, under write-through (write-throughs counted) and write-back, in each policy.
+  for (const CachePolicy policy : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (const bool write_back : {true, false})
+      for (const bool long_steps : {false, true}) {
+        const int policy_index = int(policy);
+        CAPTURE(policy_index);
+        CAPTURE(write_back);
+        CAPTURE(long_steps);
+        CacheConfig c = shape(1 << 20, 16, 64, policy);
+        c.three_cs = false, c.write_back = write_back;
+        std::mt19937_64 rng(11);
+        std::vector<LineAccess> in;
+        const std::size_t n = (std::size_t(1) << 21) + 5000;
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::uint32_t trace = i < n - 2000 ? 0 : std::uint32_t(1 + i % 2);
+          const std::int64_t t = long_steps ? std::int64_t(i / 100000) : std::int64_t(i);
+          in.push_back({t, rng() % 40000, trace == 2 ? kNoTrace : trace, std::uint32_t(i % 3), rng() % 4 == 0});
+        }
+        CacheModel fast(c, 3, 2), generic(c, 3, 2, CacheEngine::generic);
+        // Short timesteps: a first batch turns the repeats' records off, so the long
+        // one goes to simulate(); long ones: to run_replays().
+        const std::size_t first = 1000;
+        fast.count(std::span(in).first(first));
+        fast.count(std::span(in).subspan(first));
+        std::vector<CacheAccess> out;
+        generic.run(in, out);
+        fast.finish(), generic.finish();
+        const CacheReport x = fast.report(), y = generic.report();
+        for (std::size_t t = 0; t < 3; ++t) check_same(x.tensors[t], y.tensors[t]);
+        for (std::size_t t = 0; t < 2; ++t) check_same(x.traces[t], y.traces[t]);
+        check_same(x.total, y.total);
+        CHECK(x.total.accesses == n);
+        CHECK(x.traces[0].accesses == n - 2000);
+        CHECK(x.total.hits > n / 4);
+        CHECK((x.total.write_throughs > 0) == !write_back);
+      }
+}

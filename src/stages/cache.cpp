@@ -1210,11 +1210,13 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   }
   if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
   if constexpr (Emit) r->flags = flags;
-  const std::size_t key = this->key(a.trace, a.tensor);
-  key_tensor[key] = a.tensor;
-  CacheTally& c = keys[key];
-  c.accesses++, c.hits += hit, c.write_throughs += a.write && wt;
-  if constexpr (!Unclassified) c.cold += cold, c.capacity += capacity;
+  if constexpr (!Unclassified) {  // else the caller counts (simulate(): a run of one key at a time)
+    const std::size_t key = this->key(a.trace, a.tensor);
+    key_tensor[key] = a.tensor;
+    CacheTally& c = keys[key];
+    c.accesses++, c.hits += hit, c.write_throughs += a.write && wt;
+    c.cold += cold, c.capacity += capacity;
+  }
   return hit;
 }
 
@@ -1239,12 +1241,42 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
 // Every access of `in` simulated (and its record written to o[i] if Emit); the engine's hits.
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 std::uint64_t CacheModel::Impl::simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
-  std::uint64_t engine_hits = 0;
   const LineAccess* const end = in.data() + in.size();
-  for (const LineAccess* p = in.data(); p != end; ++p) {
-    std::int64_t id;
-    engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
-    if constexpr (Emit) ++o;
+  if constexpr (!Unclassified) {
+    std::uint64_t engine_hits = 0;
+    for (const LineAccess* p = in.data(); p != end; ++p) {
+      std::int64_t id;
+      engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id);
+      if constexpr (Emit) ++o;
+    }
+    return engine_hits;
+  }
+  // Without the three Cs, the accesses of a stretch of one key are counted in a register,
+  // packed (accesses, hits and write-throughs, 21 bits each), and added to the key's
+  // counters when the stretch ends: one add an access, where the counters' loads and
+  // stores made a chain through memory from access to access.
+  constexpr unsigned kBits = 21;
+  constexpr std::uint64_t kField = (std::uint64_t(1) << kBits) - 1;
+  const bool wt = !config.write_back;
+  std::uint64_t engine_hits = 0, packed = 0;
+  std::size_t key = 0;
+  const auto add = [&] {
+    CacheTally& c = keys[key];
+    const std::uint64_t hits = (packed >> kBits) & kField;
+    c.accesses += packed & kField, c.hits += hits, c.write_throughs += packed >> (2 * kBits);
+    engine_hits += hits, packed = 0;
+  };
+  for (const LineAccess* p = in.data(); p != end;) {
+    key = this->key(p->trace, p->tensor);
+    const LineAccess* const stop = p + std::min<std::size_t>(std::size_t(end - p), kField);
+    for (; p != stop && this->key(p->trace, p->tensor) == key; ++p) {
+      std::int64_t id;
+      const bool hit = access<Emit, Stamps, Unclassified>(engine, *p, o, id);
+      packed += 1 | std::uint64_t(hit) << kBits | std::uint64_t(p->write && wt) << (2 * kBits);
+      if constexpr (Emit) ++o;
+    }
+    key_tensor[key] = p[-1].tensor;
+    add();
   }
   return engine_hits;
 }
@@ -1302,6 +1334,12 @@ std::uint64_t CacheModel::Impl::run_replays(Engine& engine, std::span<const Line
     const auto simulate_at = [&](std::size_t i) {
       std::int64_t id;
       const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id);
+      if constexpr (!Stamps) {  // counted here
+        const std::size_t k = key(p[i].trace, p[i].tensor);
+        key_tensor[k] = p[i].tensor;
+        CacheTally& c = keys[k];
+        c.accesses++, c.hits += hit, c.write_throughs += p[i].write && wt;
+      }
       engine_hits += hit;
       R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
     };
