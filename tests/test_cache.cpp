@@ -1173,3 +1173,40 @@ TEST_CASE("cache: without the three Cs, a batch of more accesses than a stretch'
         CHECK((x.total.write_throughs > 0) == !write_back);
       }
 }
+
+TEST_CASE("cache: lines 2^32 apart, and lines about 2^32, are different lines") {
+  // The set-associative engines find a line by a 32-bit key in its set's block: the line
+  // itself below 2^32 - 2, one key for every line past it (then the tags decide). Lines
+  // that agree in their low 32 bits share a set of 2^k sets; each is its own line.
+  const std::uint64_t far = std::uint64_t(1) << 32;
+  for (const CachePolicy policy : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru}) {
+    const int policy_index = int(policy);
+    CAPTURE(policy_index);
+    // 4 sets of 4 ways: lines 8, 8 + 2^32, 8 + 2^33 and 8 + 3 * 2^32 fill set 0 (each
+    // misses), then each hits; a fifth such line misses.
+    CacheConfig c = shape(4 * 4 * 64, 4, 64, policy);
+    const std::vector<std::uint64_t> same_set = {8, 8 + far, 8 + 2 * far, 8 + 3 * far};
+    std::vector<std::uint64_t> lines = same_set;
+    lines.insert(lines.end(), same_set.begin(), same_set.end());
+    lines.push_back(8 + 4 * far);
+    CHECK(outcomes(c, lines_of(lines)) == "mmmmhhhhm");
+    // About the key's edge (2^32 - 2 on), mixed with lines below it, in a small cache
+    // and in one set: every count is the generic engine's.
+    std::mt19937_64 rng(3);
+    const std::vector<std::uint64_t> pool = {4,       far - 4,     far - 3,     far - 2, far - 1, far,
+                                             far + 4, 2 * far - 2, 2 * far + 4, 4 * far, 12,     far + 12};
+    std::vector<LineAccess> in;
+    for (int i = 0; i < 4000; ++i) in.push_back({i, pool[rng() % pool.size()], kNoTrace, 0, rng() % 3 == 0});
+    for (const std::uint64_t sets : {1, 4}) {
+      CAPTURE(sets);
+      CacheConfig d = shape(sets * 4 * 64, 4, 64, policy);
+      CacheModel fast(d, 1, 0), generic(d, 1, 0, CacheEngine::generic);
+      std::vector<CacheAccess> a, b;
+      fast.run(in, a), generic.run(in, b);
+      REQUIRE(a.size() == b.size());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) differ += a[i].flags != b[i].flags || a[i].victim != b[i].victim;
+      CHECK(differ == 0);
+    }
+  }
+}

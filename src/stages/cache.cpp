@@ -27,7 +27,7 @@ struct Victim {
   bool valid = false, dirty = false;
   std::uint64_t line = 0;
   std::uint32_t tensor = 0;
-  std::uint32_t stamp = 0;  // SignatureSets: the line's last use (StampShadow)
+  std::uint32_t stamp = 0;  // KeyedSets: the line's last use (StampShadow)
 };
 
 // line -> value, open addressing with backward-shift deletion; sized once (for at most
@@ -290,26 +290,28 @@ class SetAssociative {
   std::vector<std::uint32_t> owner_;
 };
 
-// What SmallSets and PlruSets share, data-oriented: per set one 64-byte block (`Meta`,
-// which starts with its ways' 16-bit signatures and holds their dirty bytes), compared
-// eight ways at a time, and beside it per way its tag, owner and stamp (the line's last
-// use as the three Cs' shadow counts time: StampShadow). A hit reads one 64-byte block
-// and one tag; a way's id is set * ways + way.
+// What SmallSets and PlruSets share, data-oriented: per set one 128-byte block (`Meta`:
+// its ways' 32-bit keys in the first 64 bytes, compared sixteen at a time, then the
+// policy's state and the dirty bytes), and beside it per way its tag, owner and stamp
+// (the line's last use as the three Cs' shadow counts time: StampShadow). A hit reads
+// the block alone, its two lines at once; a way's id is set * ways + way.
 template <class Meta>
-class SignatureSets {
+class KeyedSets {
  public:
 #if defined(__SSE2__)
   [[gnu::always_inline]] std::int64_t lookup(std::uint64_t line) {
     set_ = set_of(line);
-    const Meta& m = meta_[set_];
-    const __m128i want = _mm_set1_epi16(short(signature(line)));
-    const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig)), want);
-    const __m128i hi = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(m.sig + 8)), want);
-    unsigned bits = (unsigned(_mm_movemask_epi8(lo)) | unsigned(_mm_movemask_epi8(hi)) << 16) & way_bits_;
+    const __m128i* k = reinterpret_cast<const __m128i*>(meta_[set_].key);
+    const std::uint32_t want = key_of(line);
+    const __m128i w = _mm_set1_epi32(int(want));
+    const __m128i lo = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(k), w), _mm_cmpeq_epi32(_mm_load_si128(k + 1), w));
+    const __m128i hi = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(k + 2), w), _mm_cmpeq_epi32(_mm_load_si128(k + 3), w));
+    unsigned bits = unsigned(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)));  // bit w: way w's key is the line's
     const std::size_t base = set_ * ways_;
-    const std::uint64_t* t = tag_.data() + base;
-    for (; bits != 0; bits &= bits - 1, bits &= bits - 1) {
-      const std::size_t way = unsigned(__builtin_ctz(bits)) / 2;
+    if (want != kFarKey) [[likely]]  // the key is the line
+      return bits != 0 ? std::int64_t(base + unsigned(__builtin_ctz(bits))) : -1;
+    for (const std::uint64_t* t = tag_.data() + base; bits != 0; bits &= bits - 1) {
+      const std::size_t way = unsigned(__builtin_ctz(bits));
       if (t[way] == line) return std::int64_t(base + way);
     }
     return -1;
@@ -345,9 +347,8 @@ class SignatureSets {
     sets_ = sets, ways_ = ways;
     pow2_ = std::has_single_bit(sets), mask_ = sets - 1;
     meta_.assign(sets, Meta{});
-    for (Meta& m : meta_) std::fill(std::begin(m.sig), std::end(m.sig), signature(kNoLine));
+    for (Meta& m : meta_) std::fill(std::begin(m.key), std::end(m.key), kEmptyKey);
     tag_.assign(sets * ways, kNoLine), owner_.assign(sets * ways, 0), stamp_.assign(sets * ways, 0);
-    way_bits_ = ways >= 16 ? 0xFFFFFFFFu : (1u << (2 * ways)) - 1;
     lane_bits_ = ways >= 16 ? 0xFFFFu : (1u << ways) - 1;
   }
   std::size_t set_of(std::uint64_t line) const { return std::size_t(pow2_ ? line & mask_ : line % sets_); }
@@ -362,15 +363,21 @@ class SignatureSets {
     if (full) v = {true, m.dirty[way] != 0, tag_[id], owner_[id], stamp ? stamp_[id] : 0};
     tag_[id] = line, owner_[id] = tensor, filled_ = std::int64_t(id);
     if (stamp) stamp_[id] = *stamp;
-    m.sig[way] = signature(line), m.dirty[way] = dirty;
+    m.key[way] = key_of(line), m.dirty[way] = dirty;
     return v;
   }
-  // 16 bits of a line (the same line, the same bits; a collision only costs a tag compare).
-  static std::uint16_t signature(std::uint64_t line) { return std::uint16_t((line * 0x9E3779B97F4A7C15ull) >> 48); }
+  // A way's key, in its set's block: the line itself where it is below kFarKey, so a hit
+  // is found in the block alone, with no load of the tag that depended on it (the tags
+  // are read only for far lines, whose key is kFarKey); kEmptyKey where the way, or the
+  // lane past the ways, holds nothing.
+  static constexpr std::uint32_t kFarKey = 0xFFFFFFFEu, kEmptyKey = 0xFFFFFFFFu;
+  static std::uint32_t key_of(std::uint64_t line) {
+    return line < kFarKey ? std::uint32_t(line) : line == kNoLine ? kEmptyKey : kFarKey;
+  }
 
   std::uint64_t sets_ = 1, ways_ = 1, mask_ = 0;
   bool pow2_ = true;
-  unsigned way_bits_ = 0, lane_bits_ = 0;  // the ways' lanes, as 16-bit and as 8-bit compares
+  unsigned lane_bits_ = 0;  // the ways' lanes, as 8-bit compares
   std::size_t set_ = 0;                    // the set of the last lookup
   std::int64_t filled_ = -1;               // the way of the last fill
   std::vector<Meta> meta_;
@@ -379,12 +386,12 @@ class SignatureSets {
 };
 
 struct alignas(64) AgeMeta {
-  std::uint16_t sig[16];
+  std::uint32_t key[16];  // KeyedSets::key_of
   std::int8_t age[16];
   std::uint8_t dirty[16];
 };
 
-// A set-associative LRU or FIFO cache of at most 16 ways (SignatureSets; the ways padded
+// A set-associative LRU or FIFO cache of at most 16 ways (KeyedSets; the ways padded
 // to 16 lanes). An age is a way's rank in recency (LRU: last use; FIFO: fill), 0 the
 // newest; an empty way's age is kEmpty, so the lowest empty way is the lowest lane of
 // that age, and the victim of a full set the lane of age ways - 1. A hit or fill at a
@@ -392,7 +399,7 @@ struct alignas(64) AgeMeta {
 // subtract and one mask over the 16 lanes, in registers. Which way holds a line is not
 // observable under LRU or FIFO, so this is the stamp engine's cache, access for access.
 template <CachePolicy P>
-class SmallSets : public SignatureSets<AgeMeta> {
+class SmallSets : public KeyedSets<AgeMeta> {
  public:
   static constexpr std::int8_t kEmpty = 127;
   static bool fits(std::uint64_t ways) {
@@ -454,7 +461,7 @@ class SmallSets : public SignatureSets<AgeMeta> {
     for (std::size_t w = 0; w < ways_; ++w) {
       const std::size_t i = set * ways_ + w;
       if (m.age[w] != kEmpty && m.dirty[w]) ++writebacks[owner_[i]];
-      tag_[i] = kNoLine, m.age[w] = kEmpty, m.dirty[w] = 0, m.sig[w] = signature(kNoLine);
+      tag_[i] = kNoLine, m.age[w] = kEmpty, m.dirty[w] = 0, m.key[w] = kEmptyKey;
     }
   }
   // `line` (not held) comes in as a miss does; what it evicts is not said.
@@ -468,7 +475,7 @@ class SmallSets : public SignatureSets<AgeMeta> {
     for (std::size_t i = 0; i < tag_.size(); ++i) {
       if (tag_[i] == kNoLine) continue;
       tag_[i] = by(tag_[i], owner_[i]);
-      meta_[i / ways_].sig[i % ways_] = signature(tag_[i]);
+      meta_[i / ways_].key[i % ways_] = key_of(tag_[i]);
     }
   }
 
@@ -488,20 +495,20 @@ class SmallSets : public SignatureSets<AgeMeta> {
 };
 
 struct alignas(64) TreeMeta {
-  std::uint16_t sig[16];
+  std::uint32_t key[16];  // KeyedSets::key_of
   std::uint8_t dirty[16];
   std::uint16_t tree = 0;    // bit n: node n points right
   std::uint16_t filled = 0;  // bit w: way w holds a line
 };
 
-// A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), SignatureSets with
+// A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), KeyedSets with
 // its tree as the bits of a word in each set's block (node n in heap order, its children
 // 2n + 1 and 2n + 2; a set bit points right) and which ways are filled. A hit or fill
 // points every node on its way's path away from it: one and-or with that way's masks,
 // made once. A miss fills the lowest empty way, else the way the tree's nodes lead to
 // (log2(ways) steps). The tree is the generic engine's, node for node, so this is the
 // same cache, way for way.
-class PlruSets : public SignatureSets<TreeMeta> {
+class PlruSets : public KeyedSets<TreeMeta> {
  public:
   static bool fits(std::uint64_t ways) {
 #if defined(__SSE2__)
@@ -676,7 +683,7 @@ class LruShadow {
 };
 
 // The three Cs' shadow (a fully associative LRU cache of N lines, hit or miss) for the
-// engines that keep a stamp per way (SignatureSets). A line's last use is a time, kept
+// engines that keep a stamp per way (KeyedSets). A line's last use is a time, kept
 // in its way's stamp while the engine holds the line and in `aside_` while only the
 // shadow does; a ring of bits, one per time, says which times are still some line's
 // last use (live). The shadow holds the lines whose last use is one of the N latest
