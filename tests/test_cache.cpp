@@ -5,6 +5,7 @@
 
 #include <list>
 #include <map>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -1209,4 +1210,56 @@ TEST_CASE("cache: lines 2^32 apart, and lines about 2^32, are different lines") 
       CHECK(differ == 0);
     }
   }
+}
+
+TEST_CASE("cache: the baseline loops count as the wide ones do") {
+  // The simulation loops are made for x86-64's baseline and for AVX2 and BMI; a model
+  // made with LOOPTRACE_BASELINE_ISA set runs the baseline ones. On a CPU without AVX2
+  // both models run the baseline: the test then checks them against the generic engine
+  // alone. Timesteps re-read a tile (so the repeats' loop runs) beside random lines.
+  std::mt19937_64 rng(17);
+  std::vector<LineAccess> in;
+  std::vector<std::size_t> ends;
+  for (std::int64_t t = 0; t < 400; ++t) {
+    for (std::uint64_t k = 0; k < 80; ++k) in.push_back({t, 5000 + k * 7, 0, 0, false});
+    for (int k = 0; k < 40; ++k) in.push_back({t, rng() % 30000, kNoTrace, 1, rng() % 3 == 0});
+    if (t % 7 == 6) ends.push_back(in.size());
+  }
+  ends.push_back(in.size());
+  for (const CachePolicy policy : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (const bool three_cs : {true, false})
+      for (const bool write_back : {true, false}) {
+        const int policy_index = int(policy);
+        CAPTURE(policy_index);
+        CAPTURE(three_cs);
+        CAPTURE(write_back);
+        CacheConfig c = shape(64 * 16 * 64, 16, 64, policy);
+        c.three_cs = three_cs, c.write_back = write_back;
+        setenv("LOOPTRACE_BASELINE_ISA", "1", 1);
+        CacheModel baseline(c, 2, 1), baseline_run(c, 2, 1);
+        unsetenv("LOOPTRACE_BASELINE_ISA");
+        CacheModel wide(c, 2, 1), wide_run(c, 2, 1), generic(c, 2, 1, CacheEngine::generic);
+        std::vector<CacheAccess> a, b, g;
+        for (std::size_t e = 0, at = 0; e < ends.size(); at = ends[e++]) {
+          const auto batch = std::span(in).subspan(at, ends[e] - at);
+          baseline.count(batch), wide.count(batch);
+          baseline_run.run(batch, a), wide_run.run(batch, b);
+        }
+        generic.run(in, g);
+        REQUIRE(a.size() == g.size());
+        REQUIRE(b.size() == g.size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < g.size(); ++i)
+          differ += a[i].flags != g[i].flags || b[i].flags != g[i].flags || a[i].victim != g[i].victim ||
+                    b[i].victim != g[i].victim;
+        CHECK(differ == 0);
+        for (CacheModel* m : {&baseline, &wide, &baseline_run, &wide_run, &generic}) m->finish();
+        const CacheReport y = generic.report();
+        for (const CacheModel* m : {&baseline, &wide, &baseline_run, &wide_run}) {
+          const CacheReport x = m->report();
+          for (std::size_t t = 0; t < 2; ++t) check_same(x.tensors[t], y.tensors[t]);
+          check_same(x.traces[0], y.traces[0]);
+        }
+        CHECK(y.total.hits > y.total.accesses / 2);
+      }
 }
