@@ -356,7 +356,7 @@ class KeyedSets {
   // Way `way` of the last lookup's set now holds `line`; what it held, if anything.
   // Without a stamp (the shadow is not on the stamps) the stamps are neither read nor
   // written: a stream's fills would wait on them.
-  Victim replace(std::size_t way, bool full, std::uint64_t line, bool dirty, std::uint32_t tensor,
+  [[gnu::always_inline]] Victim replace(std::size_t way, bool full, std::uint64_t line, bool dirty, std::uint32_t tensor,
                  std::optional<std::uint32_t> stamp) {
     Meta& m = meta_[set_];
     const std::size_t id = set_ * ways_ + way;
@@ -995,9 +995,11 @@ struct CacheModel::Impl {
   bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w);
   // Each loop a function of its own: inlined together, the loops of the other shadow and
   // of the repeats slowed this one by a fifth (Mixtral 8x22B's feed-forward blocks).
-  // Each is made twice, for x86-64's baseline and for CPUs with AVX2 and BMI (`wide`,
-  // known when the model is made): one instruction broadcasts a key or an age where the
-  // baseline takes four, and the loops run a tenth faster.
+  // The loops without the three Cs are made twice, for x86-64's baseline and for CPUs
+  // with AVX2 and BMI (`wide`, known when the model is made): one instruction broadcasts
+  // a key or an age where the baseline takes four (synthetic LRU 192 -> 213-217 M/s). With
+  // the three Cs the wide loops were no faster, and GPT-3 175B's prefill 2-4% slower
+  // (the shadow's helpers, made for the baseline, were no longer inlined into them).
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   [[gnu::always_inline]] std::uint64_t simulate_loop(Engine& engine, std::span<const LineAccess> in, CacheAccess* o);
   template <bool Stamps, class Engine>
@@ -1024,14 +1026,16 @@ struct CacheModel::Impl {
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   std::uint64_t simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
 #if defined(__x86_64__)
-    if (wide) return simulate_wide<Emit, Stamps, Unclassified>(engine, in, o);
+    if constexpr (Unclassified)
+      if (wide) return simulate_wide<Emit, Stamps, Unclassified>(engine, in, o);
 #endif
     return simulate_baseline<Emit, Stamps, Unclassified>(engine, in, o);
   }
   template <bool Stamps, class Engine>
   std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in) {
 #if defined(__x86_64__)
-    if (wide) return replays_wide<Stamps>(engine, in);
+    if constexpr (!Stamps)  // (then without the three Cs)
+      if (wide) return replays_wide<Stamps>(engine, in);
 #endif
     return replays_baseline<Stamps>(engine, in);
   }
