@@ -357,7 +357,7 @@ TEST_CASE("cache: a set of 16 or 32 ways is a fully associative cache of its lin
 }
 
 TEST_CASE("cache: the engines made for a shape are the generic engine, access for access") {
-  // The 64-byte-block engines (LRU, FIFO, PLRU up to 16 ways) against a stamp or tree
+  // The block engines (LRU, FIFO, PLRU up to 16 ways) against a stamp or tree
   // per way: random lines of three tensors over 1 to 64 sets, a third writes, under
   // each write policy; every outcome (hit, victim, its owner, dirty, fetched, through)
   // and every count, write-backs at the end included.
@@ -540,7 +540,7 @@ TEST_CASE("cache: repeats are looked for again after a stretch that repeated not
 }
 
 TEST_CASE("cache: the three Cs' shadow is a fully associative LRU cache, over long streams") {
-  // The shadow of the 64-byte-block engines lives on their ways' stamps (StampShadow):
+  // The shadow of the block engines lives on their ways' stamps (StampShadow):
   // against a plain list, over streams that keep its tail still while time runs on (a
   // loop over half the lines: the times are renumbered many times), that move it every
   // access (a scan), that evict from sets what the shadow still holds (conflicts: its
@@ -1135,7 +1135,7 @@ TEST_CASE("warp block: its runs are the block's lines with their first keys, aga
 
 TEST_CASE("cache: without the three Cs, a batch of more accesses than a stretch's packed counters hold") {
   // simulate() counts a stretch of one key in a register, 21 bits a count, so a batch of
-  // 2^21 + 3000 accesses of one trace is counted in two stretches; run_replays() counts
+  // 2^21 + 5000 accesses of one trace is counted in two stretches; run_replays() counts
   // its simulated accesses itself. Every count is the generic engine's, per trace and per
   // tensor, under write-through (write-throughs counted) and write-back, in each policy.
   for (const CachePolicy policy : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})

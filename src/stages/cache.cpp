@@ -307,7 +307,8 @@ class KeyedSets {
     const __m128i w = _mm_set1_epi32(int(want));
     const __m128i lo = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(k), w), _mm_cmpeq_epi32(_mm_load_si128(k + 1), w));
     const __m128i hi = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(k + 2), w), _mm_cmpeq_epi32(_mm_load_si128(k + 3), w));
-    unsigned bits = unsigned(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)));  // bit w: way w's key is the line's
+    // bit w: way w's key is the line's (the lanes past the ways masked: kNoLine's key is theirs)
+    unsigned bits = unsigned(_mm_movemask_epi8(_mm_packs_epi16(lo, hi))) & lane_bits_;
     const std::size_t base = set_ * ways_;
     if (want != kFarKey) [[likely]]  // the key is the line
       return bits != 0 ? std::int64_t(base + unsigned(__builtin_ctz(bits))) : -1;
