@@ -966,6 +966,14 @@ struct CacheModel::Impl {
   std::size_t key(std::uint32_t trace, std::uint32_t tensor) const {
     return trace != kNoTrace ? trace : n_traces + tensor;
   }
+  // One access of `key` counted (and the key's tensor noted): the counters the three Cs
+  // add to.
+  CacheTally& tally(std::size_t key, std::uint32_t tensor, bool hit, bool write_through) {
+    key_tensor[key] = tensor;
+    CacheTally& c = keys[key];
+    c.accesses++, c.hits += hit, c.write_throughs += write_through;
+    return c;
+  }
   SeenLines seen;
   // The three Cs' fully associative LRU of the same lines: on the stamps of the
   // engines that keep them (SmallSets, PlruSets), else on its own.
@@ -1027,7 +1035,7 @@ struct CacheModel::Impl {
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   std::uint64_t simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
 #if defined(__x86_64__)
-    if constexpr (Unclassified)
+    if constexpr (Unclassified && !Stamps)  // (the shadow on stamps implies the three Cs)
       if (wide) return simulate_wide<Emit, Stamps, Unclassified>(engine, in, o);
 #endif
     return simulate_baseline<Emit, Stamps, Unclassified>(engine, in, o);
@@ -1267,10 +1275,7 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
   if constexpr (Emit) r->flags = flags;
   if constexpr (!Unclassified) {  // else the caller counts (simulate(): a run of one key at a time)
-    const std::size_t key = this->key(a.trace, a.tensor);
-    key_tensor[key] = a.tensor;
-    CacheTally& c = keys[key];
-    c.accesses++, c.hits += hit, c.write_throughs += a.write && wt;
+    CacheTally& c = tally(key(a.trace, a.tensor), a.tensor, hit, a.write && wt);
     c.cold += cold, c.capacity += capacity;
   }
   return hit;
@@ -1296,7 +1301,7 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
 
 // Every access of `in` simulated (and its record written to o[i] if Emit); the engine's hits.
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
-std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
+inline std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
   const LineAccess* const end = in.data() + in.size();
   const Writes w = writes();
   if constexpr (!Unclassified) {
@@ -1327,6 +1332,7 @@ std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<const Li
   for (const LineAccess* p = in.data(); p != end;) {
     key = this->key(p->trace, p->tensor);
     const LineAccess* const stop = p + std::min<std::size_t>(std::size_t(end - p), kField);
+    // key(), written out: through a helper taking the count, GCC made this loop 4-10% slower.
     for (; p != stop && (p->trace != kNoTrace ? p->trace : traces + p->tensor) == key; ++p) {
       std::int64_t id;
       const bool hit = access<Emit, Stamps, Unclassified>(engine, *p, o, id, w);
@@ -1343,7 +1349,7 @@ std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<const Li
 // with the three Cs' shadow on its stamps or none: a set whose accesses in a timestep
 // repeat the previous timestep's (Replays) is counted with no lookup.
 template <bool Stamps, class Engine>
-std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<const LineAccess> in) {
+inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<const LineAccess> in) {
   Replays& R = replays;
   std::uint64_t engine_hits = 0;
   const Writes w = writes();
@@ -1393,14 +1399,10 @@ std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<const Lin
     const auto simulate_at = [&](std::size_t i) {
       std::int64_t id;
       const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id, w);
-      if constexpr (!Stamps) {  // counted here
-        const std::size_t k = key(p[i].trace, p[i].tensor);
-        key_tensor[k] = p[i].tensor;
-        CacheTally& c = keys[k];
-        c.accesses++, c.hits += hit, c.write_throughs += p[i].write && wt;
-      }
+      const std::size_t k = key(p[i].trace, p[i].tensor);
+      if constexpr (!Stamps) tally(k, p[i].tensor, hit, p[i].write && wt);  // access() left it to us
       engine_hits += hit;
-      R.record(R.at + i, p[i], key(p[i].trace, p[i].tensor), id, hit);
+      R.record(R.at + i, p[i], k, id, hit);
     };
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
       for (std::size_t i = 0; i < n; ++i) simulate_at(i);
