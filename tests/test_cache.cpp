@@ -3,8 +3,10 @@
 // against a plain LRU stack, and the shapes a cache refuses.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <list>
 #include <map>
+#include <optional>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -1153,7 +1155,9 @@ TEST_CASE("cache: without the three Cs, a batch of more accesses than a stretch'
         for (std::size_t i = 0; i < n; ++i) {
           const std::uint32_t trace = i < n - 2000 ? 0 : std::uint32_t(1 + i % 2);
           const std::int64_t t = long_steps ? std::int64_t(i / 100000) : std::int64_t(i);
-          in.push_back({t, rng() % 40000, trace == 2 ? kNoTrace : trace, std::uint32_t(i % 3), rng() % 4 == 0});
+          // (A trace is one tensor's, as in a schedule.)
+          const std::uint32_t tensor = trace == 2 ? std::uint32_t(i % 3) : trace;
+          in.push_back({t, rng() % 40000, trace == 2 ? kNoTrace : trace, tensor, rng() % 4 == 0});
         }
         CacheModel fast(c, 3, 2), generic(c, 3, 2, CacheEngine::generic);
         // Short timesteps: a first batch turns the repeats' records off, so the long
@@ -1168,6 +1172,30 @@ TEST_CASE("cache: without the three Cs, a batch of more accesses than a stretch'
         for (std::size_t t = 0; t < 3; ++t) check_same(x.tensors[t], y.tensors[t]);
         for (std::size_t t = 0; t < 2; ++t) check_same(x.traces[t], y.traces[t]);
         check_same(x.total, y.total);
+        // The counts tallied here from run()'s outcome of each access, apart from any
+        // counter of the engines': accesses, hits and write-throughs per tensor and trace.
+        std::array<std::uint64_t, 3> tensor_accesses{}, tensor_hits{}, tensor_throughs{};
+        std::array<std::uint64_t, 2> trace_accesses{}, trace_hits{}, trace_throughs{};
+        REQUIRE(out.size() == n);
+        for (const CacheAccess& a : out) {
+          ++tensor_accesses[a.tensor];
+          tensor_hits[a.tensor] += a.is(CacheAccess::hit);
+          tensor_throughs[a.tensor] += a.is(CacheAccess::through);
+          if (a.trace == kNoTrace) continue;
+          ++trace_accesses[a.trace];
+          trace_hits[a.trace] += a.is(CacheAccess::hit);
+          trace_throughs[a.trace] += a.is(CacheAccess::through);
+        }
+        for (std::size_t t = 0; t < 3; ++t) {
+          CHECK(x.tensors[t].accesses == tensor_accesses[t]);
+          CHECK(x.tensors[t].hits == tensor_hits[t]);
+          CHECK(x.tensors[t].write_throughs == tensor_throughs[t]);
+        }
+        for (std::size_t t = 0; t < 2; ++t) {
+          CHECK(x.traces[t].accesses == trace_accesses[t]);
+          CHECK(x.traces[t].hits == trace_hits[t]);
+          CHECK(x.traces[t].write_throughs == trace_throughs[t]);
+        }
         CHECK(x.total.accesses == n);
         CHECK(x.traces[0].accesses == n - 2000);
         CHECK(x.total.hits > n / 4);
@@ -1208,6 +1236,22 @@ TEST_CASE("cache: lines 2^32 apart, and lines about 2^32, are different lines") 
       std::size_t differ = 0;
       for (std::size_t i = 0; i < a.size(); ++i) differ += a[i].flags != b[i].flags || a[i].victim != b[i].victim;
       CHECK(differ == 0);
+      // The same through count(), without the three Cs (the loops that count a stretch
+      // of a key in a register), and through run() without them: the generic engine's hits.
+      std::uint64_t hits = 0;
+      for (const CacheAccess& x : b) hits += x.is(CacheAccess::hit);
+      CacheConfig e = d;
+      e.three_cs = false;
+      CacheModel counted(e, 1, 0), emitted(e, 1, 0);
+      std::vector<CacheAccess> f;
+      counted.count(in), emitted.run(in, f);
+      counted.finish(), emitted.finish();
+      CHECK(counted.report().total.hits == hits);
+      CHECK(emitted.report().total.hits == hits);
+      REQUIRE(f.size() == b.size());
+      differ = 0;
+      for (std::size_t i = 0; i < f.size(); ++i) differ += f[i].flags != b[i].flags || f[i].victim != b[i].victim;
+      CHECK(differ == 0);
     }
   }
 }
@@ -1235,10 +1279,24 @@ TEST_CASE("cache: the baseline loops count as the wide ones do") {
         CAPTURE(write_back);
         CacheConfig c = shape(64 * 16 * 64, 16, 64, policy);
         c.three_cs = three_cs, c.write_back = write_back;
+        // (The user's own setting of the variable is put back after.)
+        const char* user_setting = std::getenv("LOOPTRACE_BASELINE_ISA");
+        const std::optional<std::string> kept = user_setting ? std::optional<std::string>(user_setting) : std::nullopt;
         setenv("LOOPTRACE_BASELINE_ISA", "1", 1);
         CacheModel baseline(c, 2, 1), baseline_run(c, 2, 1);
         unsetenv("LOOPTRACE_BASELINE_ISA");
         CacheModel wide(c, 2, 1), wide_run(c, 2, 1), generic(c, 2, 1, CacheEngine::generic);
+        if (kept) setenv("LOOPTRACE_BASELINE_ISA", kept->c_str(), 1);
+        CHECK(!baseline.wide_loops());
+        CHECK(!baseline_run.wide_loops());
+#if defined(__x86_64__)
+        // Which loops ran: the wide ones wherever the CPU has what they were made for.
+        __builtin_cpu_init();
+        const bool cpu_wide = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+                              __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+        CHECK(wide.wide_loops() == cpu_wide);
+        CHECK(wide_run.wide_loops() == cpu_wide);
+#endif
         std::vector<CacheAccess> a, b, g;
         for (std::size_t e = 0, at = 0; e < ends.size(); at = ends[e++]) {
           const auto batch = std::span(in).subspan(at, ends[e] - at);

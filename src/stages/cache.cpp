@@ -1535,6 +1535,7 @@ CacheModel::~CacheModel() { delete impl_; }
 
 const CacheConfig& CacheModel::config() const { return impl_->config; }
 std::uint64_t CacheModel::repeats() const { return impl_->replays.counted; }
+bool CacheModel::wide_loops() const { return impl_->wide; }
 
 void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* p = in.data();

@@ -214,6 +214,9 @@ class CacheModel {
   // How many of count()'s line accesses were counted as repeats of the previous
   // timestep's in their set (hits in the ways recorded, no lookup): a diagnostic.
   std::uint64_t repeats() const;
+  // Whether the loops made for AVX2 and BMI run (the CPU has them and
+  // LOOPTRACE_BASELINE_ISA was not set when the model was made): a diagnostic.
+  bool wide_loops() const;
 
   // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
   // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
