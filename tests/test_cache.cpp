@@ -505,6 +505,97 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
   CHECK(3 * repeats > accesses);
 }
 
+TEST_CASE("cache: sets that miss and come back as they were repeat their misses as plain simulation does") {
+  // A tile's rows folded into 16 of 64 sets, `per_set` lines a set read in turn at every
+  // timestep (a set of W ways thrashes: under LRU and FIFO each fill evicts the line the
+  // next one brings back, and with 2W or 4W lines the set ends each timestep as it
+  // began it); beside them, lines that change every timestep in sets of their own and
+  // some in the tile's; a fifth of the tile's lines written (dirty victims), some lines
+  // read as two tensors. count(), batches cut anywhere, against the generic engine:
+  // every count per tensor and trace, under each policy and write policy, with and
+  // without the three Cs; per_set = 2W + 1 (the ways' lines rotate: the blocks are not
+  // the same way for way, so nothing repeats) as the check that a set is compared.
+  std::mt19937_64 rng(61);
+  std::uint64_t thrash_repeats = 0, thrash_accesses = 0;  // LRU and FIFO, per_set a multiple of W
+  for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (std::uint64_t ways : {2u, 4u, 16u})
+      for (int per_set_kind = 0; per_set_kind < 3; ++per_set_kind)
+        for (int write_mode = 0; write_mode < 3; ++write_mode)
+          for (const bool three_cs : {true, false}) {
+            const std::uint64_t sets = 64;
+            const std::uint64_t per_set = per_set_kind == 0 ? 2 * ways : per_set_kind == 1 ? 4 * ways : 2 * ways + 1;
+            CacheConfig c = shape(sets * ways * 64, ways, 64, p);
+            c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = three_cs;
+            std::vector<LineAccess> in;
+            std::vector<std::size_t> ends;
+            std::vector<LineAccess> tile;
+            for (std::int64_t t = 0; t < 120; ++t) {
+              if (t % 40 == 0) {  // a new tile: rows at a stride of the sets, in sets 0..15 (or 8..23)
+                tile.clear();
+                const std::uint64_t base = 4096 * std::uint64_t(1 + t / 40) + (t / 40 % 2) * 8;
+                for (std::uint64_t m = 0; m < per_set; ++m)
+                  for (std::uint64_t set = 0; set < 16; ++set) {
+                    const std::uint32_t tensor = rng() % 16 == 0 ? 1 : 0;
+                    tile.push_back({0, base + set + m * sets, tensor == 0 ? 0 : kNoTrace, tensor, rng() % 5 == 0});
+                  }
+              }
+              std::vector<LineAccess> step;
+              for (std::size_t k = 0; k < tile.size(); ++k) {
+                step.push_back(tile[k]);
+                if (k % 97 == 5)  // in sets 32..63
+                  step.push_back({0, 64 * (100000 + std::uint64_t(t) * 8 + k % 8) + 32 + k % 32, kNoTrace, 2, k % 2 == 0});
+              }
+              for (int rep = 0; rep < 6; ++rep)  // lines that stay, read six times (the hit rate that keeps the shadow on the stamps)
+                for (std::uint64_t m = 0; m < ways / 2; ++m)
+                  for (std::uint64_t set = 32; set < 64; ++set) step.push_back({0, 500000 * sets + set + m * sets, kNoTrace, 2, false});
+              if (t % 9 == 4) step.push_back({0, 4096 + 3 + sets * 7 * std::uint64_t(t), kNoTrace, 2, false});  // in one of the tile's sets
+              for (LineAccess& a : step) a.timestep = t, in.push_back(a);
+              ends.push_back(in.size());
+            }
+            CacheModel fast(c, 3, 1), generic(c, 3, 1, CacheEngine::generic);
+            // Batches of four timesteps; under write-back with allocation, cut anywhere too.
+            const bool cut_anywhere = write_mode == 0;
+            for (std::size_t at = 0, e = 0; at < in.size();) {
+              std::size_t to = std::min(in.size(), ends[std::min(ends.size() - 1, e + 3)]);
+              if (cut_anywhere) {
+                to = std::min(in.size(), at + 1 + rng() % 3000);
+                while (e < ends.size() && ends[e] < to) ++e;
+                if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
+              } else {
+                e += 4;
+              }
+              fast.count(std::span(in).subspan(at, to - at));
+              at = to;
+            }
+            std::vector<CacheAccess> out;
+            generic.run(in, out);
+            fast.finish(), generic.finish();
+            CAPTURE(policy_name(p));
+            CAPTURE(ways);
+            CAPTURE(per_set);
+            CAPTURE(write_mode);
+            CAPTURE(three_cs);
+            const CacheReport x = fast.report(), y = generic.report();
+            for (std::size_t t = 0; t < 3; ++t) {
+              CAPTURE(t);
+              check_same(x.tensors[t], y.tensors[t]);
+            }
+            check_same(x.traces[0], y.traces[0]);
+            check_same(x.total, y.total);
+            CHECK(y.tensors[0].hits < y.tensors[0].accesses / 2);  // (the tile thrashes)
+            // Repeats beyond the hits are misses repeated (LRU and FIFO, whose sets come
+            // back as they were; write-through, so the batches are whole timesteps). With
+            // the three Cs and 4W lines a set, the hit rate (60%) takes the shadow off the
+            // stamps, and the repeats with it.
+            if (p != CachePolicy::plru && per_set_kind != 2 && write_mode == 1 && !(three_cs && per_set_kind == 1)) {
+              CHECK(fast.repeats() > x.total.hits);
+              thrash_repeats += fast.repeats(), thrash_accesses += x.total.accesses;
+            }
+          }
+  // Where the sets come back as they were, most accesses were counted as repeats.
+  CHECK(4 * thrash_repeats > 3 * thrash_accesses);
+}
+
 TEST_CASE("cache: repeats are looked for again after a stretch that repeated nothing") {
   // 120 timesteps of 64 random lines, a batch each (nothing repeats: the records are
   // turned off for 63 batches), then a tile of 96 lines re-read for 200 timesteps: the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -323,6 +324,25 @@ class KeyedSets {
 #endif
   // After lookup(), in the same set.
   std::uint8_t& dirty(std::int64_t id) { return meta_[set_].dirty[std::size_t(id) - set_ * ways_]; }
+  // A set's state kept aside as bytes (Replays' snapshots: its block and its ways'
+  // owners), and whether a copy kept aside is the set as it is now, way for way: the
+  // same keys (and none of a far line, whose tag the block does not hold), the policy's
+  // state, the dirty bytes and the owners (a line two tensors share is written back
+  // as the one that brought it in).
+  static constexpr std::size_t kBlockBytes = sizeof(Meta) + 16 * sizeof(std::uint32_t);
+  void keep_block(std::size_t set, unsigned char* out) const {
+    std::memcpy(out, static_cast<const void*>(&meta_[set]), sizeof(Meta));
+    std::memcpy(out + sizeof(Meta), owner_.data() + set * ways_, ways_ * sizeof(std::uint32_t));
+  }
+  bool is_block(std::size_t set, const unsigned char* kept) const {
+    Meta was;
+    std::memcpy(static_cast<void*>(&was), kept, sizeof(Meta));
+    const Meta& now = meta_[set];
+    for (std::size_t w = 0; w < ways_; ++w)
+      if (now.key[w] == kFarKey) return false;
+    return now.same(was) &&
+           std::memcmp(kept + sizeof(Meta), owner_.data() + set * ways_, ways_ * sizeof(std::uint32_t)) == 0;
+  }
   std::size_t set_of_line(std::uint64_t line) const { return set_of(line); }
   // The way the last fill put its line in.
   std::int64_t filled() const { return filled_; }
@@ -391,6 +411,10 @@ struct alignas(64) AgeMeta {
   std::uint32_t key[16];  // KeyedSets::key_of
   std::int8_t age[16];
   std::uint8_t dirty[16];
+  bool same(const AgeMeta& o) const {
+    return std::memcmp(key, o.key, sizeof key) == 0 && std::memcmp(age, o.age, sizeof age) == 0 &&
+           std::memcmp(dirty, o.dirty, sizeof dirty) == 0;
+  }
 };
 
 // A set-associative LRU or FIFO cache of at most 16 ways (KeyedSets; the ways padded
@@ -501,6 +525,10 @@ struct alignas(64) TreeMeta {
   std::uint8_t dirty[16];
   std::uint16_t tree = 0;    // bit n: node n points right
   std::uint16_t filled = 0;  // bit w: way w holds a line
+  bool same(const TreeMeta& o) const {
+    return std::memcmp(key, o.key, sizeof key) == 0 && std::memcmp(dirty, o.dirty, sizeof dirty) == 0 &&
+           tree == o.tree && filled == o.filled;
+  }
 };
 
 // A set-associative tree-PLRU cache of 1 to 16 ways (a power of two), KeyedSets with
@@ -1001,7 +1029,7 @@ struct CacheModel::Impl {
   };
   Writes writes() const { return {!config.write_back, config.write_allocate, config.three_cs}; }
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
-  bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w);
+  bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w, Victim* evicted = nullptr);
   // Each loop a function of its own: inlined together, the loops of the other shadow and
   // of the repeats slowed this one by a fifth (Mixtral 8x22B's feed-forward blocks).
   // The loops without the three Cs are made twice, for x86-64's baseline and for CPUs
@@ -1068,9 +1096,16 @@ struct CacheModel::Impl {
       std::uint32_t key;  // key(trace, tensor) << 1 | write
       bool hit;
     };
+    // What a miss evicted (read back where a set that did not change repeats its misses).
+    struct Evicted {
+      std::uint64_t line = 0;
+      std::uint32_t tensor = 0;
+      bool valid = false, dirty = false;
+    };
     bool on = false;              // the engine keeps each line in its way (SmallSets, PlruSets)
     std::uint64_t counted = 0;    // accesses counted as repeats
     std::vector<Record> records;  // the previous timestep's, overwritten by the current one's as it goes
+    std::vector<Evicted> evicted;  // beside records, at the misses'
     std::size_t at = 0;           // the current timestep's accesses so far
     std::size_t size = 0;         // the previous timestep's (0: none that may be repeated)
     bool forgotten = false;       // the current timestep's records may not be repeated
@@ -1085,14 +1120,36 @@ struct CacheModel::Impl {
     struct Recent {
       std::uint64_t accesses = 0, long_steps = 0, compared = 0, repeated = 0;
     } recent;
-    void init(std::uint64_t sets) { on = true, differs.assign(sets, 0); }
+    // Sets that missed and came back as they were. A set's misses repeat too where its
+    // accesses are the previous timestep's and that timestep left it as it found it, way
+    // for way (a tile's rows folded into a few sets, read again at every timestep: each
+    // fill evicts the line the next fill brings back, so every access misses, and the
+    // set ends each timestep as it began it). This is checked, not assumed: a set's block
+    // is kept aside where a timestep first simulates it, and compared with the set at the
+    // end of that timestep (is_block). Then the previous timestep's outcomes hold again,
+    // the same victims, and the set is left as it is; the three Cs' shadow is updated as
+    // the misses and their victims would (its hashes, and the stamps of the ways filled).
+    std::uint64_t steps = 0;                   // timesteps begun here
+    std::uint64_t unsafe = ~std::uint64_t(0);  // a timestep whose snapshots may not be its start (begun elsewhere)
+    std::vector<std::uint64_t> kept_at;        // per set: the timestep whose start `kept` holds
+    std::vector<std::uint64_t> unchanged_at;   // per set: a timestep it repeated with misses (so it did not change)
+    std::vector<unsigned char> kept;           // per set: its block at the start of timestep kept_at
+    std::size_t block_bytes = 0;
+    std::vector<std::uint32_t> missed;         // per set: `gen` if it missed in the previous timestep (listed)
+    std::vector<std::uint32_t> missed_sets;
+    void init(std::uint64_t sets, std::size_t bytes) {
+      on = true, differs.assign(sets, 0), missed.assign(sets, 0);
+      kept_at.assign(sets, ~std::uint64_t(0)), unchanged_at.assign(sets, ~std::uint64_t(0));
+      block_bytes = bytes, kept.assign(sets * bytes, 0);
+    }
     // The sets changed where run_replays() does not look: nothing recorded so far is repeated.
-    void forget() { size = 0, forgotten = true; }
-    void next_timestep(std::int64_t t) { size = forgotten ? 0 : at, at = 0, forgotten = false, timestep = t; }
+    void forget() { size = 0, forgotten = true, unsafe = steps; }
+    void next_timestep(std::int64_t t) { size = forgotten ? 0 : at, at = 0, forgotten = false, timestep = t, ++steps; }
     static std::uint32_t key_of(std::size_t key, bool write) { return std::uint32_t(key) << 1 | std::uint32_t(write); }
-    void record(std::size_t i, const LineAccess& a, std::size_t key, std::int64_t id, bool hit) {
-      if (i >= records.size()) records.resize(std::max<std::size_t>(1024, 2 * i));
+    void record(std::size_t i, const LineAccess& a, std::size_t key, std::int64_t id, bool hit, const Victim& v) {
+      if (i >= records.size()) records.resize(std::max<std::size_t>(1024, 2 * i)), evicted.resize(records.size());
       records[i] = {a.line, id, key_of(key, a.write), hit};
+      if (!hit) evicted[i] = {v.line, v.tensor, v.valid, v.dirty};
     }
     // A new mark for the sets that differ.
     std::uint32_t next_gen() {
@@ -1220,7 +1277,7 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 [[gnu::always_inline]] inline bool CacheModel::Impl::access(Engine& engine, const LineAccess& a,
                                                             [[maybe_unused]] CacheAccess* r, std::int64_t& id,
-                                                            Writes w) {
+                                                            Writes w, Victim* evicted) {
   constexpr bool stamped = Stamps && kStamped<Engine>;
   const bool wt = w.through, wa = w.allocate, classify = !Unclassified && w.classify;
   if constexpr (stamped)
@@ -1264,6 +1321,7 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
         v = engine.fill(a.line, a.write && !wt, a.tensor);
       }
       if constexpr (requires { engine.filled(); }) id = engine.filled();
+      if (evicted) *evicted = v;
       flags |= CacheAccess::fetched;
       if (v.valid) {
         flags |= CacheAccess::evicted;
@@ -1359,6 +1417,10 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
   std::size_t long_steps = 0, compared = 0;  // accesses in timesteps long enough; compared with the one before
   for (const LineAccess* p = in.data(); p != end;) {
     if (p->timestep != R.timestep) R.next_timestep(p->timestep);
+    // A timestep begun in an earlier call may have repeated a set before this call
+    // simulates it: its snapshot would not be its start.
+    const bool begun_here = R.at == 0;
+    if (!begun_here) R.unsafe = R.steps;
     const LineAccess* q = p;
     while (q != end && q->timestep == p->timestep) ++q;
     const std::size_t n = std::size_t(q - p);
@@ -1367,7 +1429,7 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // the next call) against the previous timestep's. A set whose accesses in the
     // previous timestep all lie within the part compared repeats here, and stays as it
     // was: what comes next to it is simulated from there.
-    std::size_t same = 0;
+    std::size_t same = 0, missing_sets = 0;  // missing_sets: sets that repeat their misses
     std::uint32_t gen = 0;
     if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest) {
       compared += n;
@@ -1381,13 +1443,28 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
         const LineAccess& a = p[i];
         if (r.line == a.line && r.key == Replays::key_of(key(a.trace, a.tensor), a.write)) {
           ++same;
-          if (!r.hit) R.differs[engine.set_of_line(r.line)] = gen;
+          if (!r.hit) {
+            const std::size_t set = engine.set_of_line(r.line);
+            if (R.missed[set] != gen) R.missed[set] = gen, R.missed_sets.push_back(std::uint32_t(set));
+          }
         } else {
           R.differs[engine.set_of_line(r.line)] = gen, R.differs[engine.set_of_line(a.line)] = gen;
         }
       }
       for (std::size_t i = common; i < n; ++i) R.differs[engine.set_of_line(p[i].line)] = gen;
       for (std::size_t i = common; i < R.size; ++i) R.differs[engine.set_of_line(R.records[i].line)] = gen;
+      // A set that missed repeats if nothing else differs and the previous timestep left
+      // it as it found it: it repeated its misses then, or it is its snapshot now.
+      const std::uint64_t before = R.steps - 1;
+      for (const std::uint32_t set : R.missed_sets) {
+        if (R.differs[set] == gen) continue;
+        const bool unchanged = R.unsafe != before &&
+                               (R.unchanged_at[set] == before ||
+                                (R.kept_at[set] == before && engine.is_block(set, R.kept.data() + set * R.block_bytes)));
+        if (unchanged) R.unchanged_at[set] = R.steps, ++missing_sets;
+        else R.differs[set] = gen;
+      }
+      R.missed_sets.clear();
     }
     // The shadow holds every line a repeat touches if every access brings its line in (a
     // write that does not allocate leaves out a line that is not in) and the two
@@ -1396,13 +1473,22 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // of a repeat needs checking.
     const bool all_held = config.write_allocate && R.size + n < config.lines();
     // Access i of the timestep here simulated, and recorded at its place.
+    // A set's first access in a timestep begun here keeps its block aside first.
     const auto simulate_at = [&](std::size_t i) {
+      if (begun_here) {
+        const std::size_t set = engine.set_of_line(p[i].line);
+        if (R.kept_at[set] != R.steps) {
+          R.kept_at[set] = R.steps;
+          engine.keep_block(set, R.kept.data() + set * R.block_bytes);
+        }
+      }
       std::int64_t id;
-      const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id, w);
+      Victim v;
+      const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id, w, &v);
       const std::size_t k = key(p[i].trace, p[i].tensor);
       if constexpr (!Stamps) tally(k, p[i].tensor, hit, p[i].write && wt);  // access() left it to us
       engine_hits += hit;
-      R.record(R.at + i, p[i], k, id, hit);
+      R.record(R.at + i, p[i], k, id, hit, v);
     };
     if (4 * same < n) {  // (mostly) a timestep of its own: simulated
       for (std::size_t i = 0; i < n; ++i) simulate_at(i);
@@ -1414,7 +1500,42 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       // whose records stand.
       std::size_t j = i;
       while (j < n && R.differs[engine.set_of_line(p[j].line)] != gen) ++j;
-      if (j != i) {
+      // Among them, a set's misses (a set that came back as it was): each as the
+      // previous timestep's, its victim evicted again; the shadow as access() moves it.
+      bool misses = false;
+      if (missing_sets != 0)
+        for (std::size_t k = i; k < j && !misses; ++k) misses = !R.records[k].hit;
+      if (misses) {
+        for (std::size_t k = i; k < j; ++k) {
+          const LineAccess& a = p[k];
+          const Replays::Record& r = R.records[k];
+          const bool allocate = !a.write || wa;
+          bool capacity = false;
+          if constexpr (Stamps && kStamped<Engine>)
+            if (classify && stamps.full()) stamps.compact(engine);
+          if (r.hit) {
+            if constexpr (Stamps && kStamped<Engine>)
+              if (classify) capacity = !stamps.hit(engine.stamp(r.id), allocate);
+          } else {
+            [[maybe_unused]] std::uint32_t stamp = 0;
+            if constexpr (Stamps && kStamped<Engine>)
+              if (classify) capacity = !stamps.miss(a.line, false, allocate, stamp);  // (seen the timestep before)
+            if (allocate) {
+              const Replays::Evicted& v = R.evicted[k];
+              if constexpr (Stamps && kStamped<Engine>)
+                if (classify) {
+                  if (v.valid) stamps.evicted(v.line, engine.stamp(r.id));
+                  engine.stamp(r.id) = stamp;
+                }
+              if (v.valid && v.dirty) ++writebacks[v.tensor];
+            }
+          }
+          CacheTally& c = keys[r.key >> 1];
+          c.accesses++, c.hits += r.hit, c.capacity += capacity, c.write_throughs += a.write && wt;
+          engine_hits += r.hit;
+        }
+        R.counted += j - i;
+      } else if (j != i) {
         const auto id = [&](std::size_t k) { return R.records[i + k].id; };
         const bool held = !classify || stamps.hit_all(engine, j - i, id, all_held);
         if (held && !wt) {
@@ -1503,7 +1624,7 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.shadow.init(config.lines());
     if (in_ways) m.stamps.init(config.lines());
   }
-  if (in_ways) m.replays.init(config.sets());
+  if (in_ways) m.replays.init(config.sets(), m.kind == Kind::small_plru ? PlruSets::kBlockBytes : SmallSets<CachePolicy::lru>::kBlockBytes);
 }
 
 void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
