@@ -615,6 +615,7 @@ class LruShadow {
   // `absent`: the caller knows it is not (a line never seen): not even its bit is read.
   [[gnu::always_inline]] bool access(std::uint64_t line, bool allocate, bool absent = false) {
     if (!absent && resident_.test(line)) return hit(line);
+    if (!pinned_lines_.empty() && !absent && pinned_.test(line)) return ++pinned_hits, true;
     if (!allocate) return false;
     make_room();
     ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
@@ -623,9 +624,33 @@ class LruShadow {
     if (now_ - tail_ > ring_mask_) compact();
     return false;
   }
-  // Whether any of the lines first .. last is resident, changing nothing.
+  // Whether any of the lines first .. last is resident, changing nothing (not pinned).
   bool holds_any(std::uint64_t first, std::uint64_t last) const { return resident_.any(first, last); }
-  // The resident lines, least recent first.
+  // Pins: lines the caller knows stay resident (each among the N most recent, as Replays
+  // checks), taken out of the ring and the hash, which hold the other lines in N less
+  // their number: the other lines' order is kept, and so is which of them a full LRU of N
+  // would hold. An access of a pinned line is a hit that changes nothing. `lines`:
+  // distinct and resident.
+  void pin(const std::vector<std::uint64_t>& lines) {
+    for (const std::uint64_t l : lines) pinned_.set(l);
+    std::vector<std::uint64_t> rest;
+    this->lines(rest);
+    if (std::erase_if(rest, [&](std::uint64_t l) { return pinned_.test(l); }) != lines.size())
+      throw std::logic_error("cache: a line pinned in the three Cs' shadow is not resident");
+    assign(rest);  // (before n_ shrinks: assign() would keep only the last n_)
+    pinned_lines_ = lines, n_ -= lines.size();
+  }
+  bool pinned() const { return !pinned_lines_.empty(); }
+  std::uint64_t pinned_hits = 0;  // accesses of a pinned line (a diagnostic)
+  bool is_pinned(std::uint64_t line) const { return pinned() && pinned_.test(line); }
+  // The pins released: the shadow holds `order` (least recent first), the resident lines
+  // with the pinned ones among them where their last uses put them.
+  void unpin(const std::vector<std::uint64_t>& order) {
+    for (const std::uint64_t l : pinned_lines_) pinned_.clear(l);
+    n_ += pinned_lines_.size(), pinned_lines_.clear();
+    assign(order);
+  }
+  // The resident lines (not the pinned ones), least recent first.
   void lines(std::vector<std::uint64_t>& out) const {
     out.clear();
     for (std::uint64_t t = tail_; t < now_; ++t) {
@@ -705,7 +730,9 @@ class LruShadow {
 
   std::size_t n_ = 0, used_ = 0;
   LineMap<std::uint64_t> slots_;        // line -> its last use (the resident lines not pending)
-  LineBits resident_;                   // every resident line
+  LineBits resident_;                   // every resident line (not pinned)
+  LineBits pinned_;                     // the pinned lines
+  std::vector<std::uint64_t> pinned_lines_;
   std::vector<std::uint64_t> ring_;     // per time (mod its size): the slot of the line last used then
   std::vector<std::uint64_t> pending_;  // per time whose cell is kPending: the line (not in the hash)
   std::size_t ring_mask_ = 0;
@@ -1039,24 +1066,24 @@ struct CacheModel::Impl {
   // (the shadow's helpers, made for the baseline, were no longer inlined into them).
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   [[gnu::always_inline]] std::uint64_t simulate_loop(Engine& engine, std::span<const LineAccess> in, CacheAccess* o);
-  template <bool Stamps, class Engine>
+  template <bool Stamps, bool Unclassified, class Engine>
   [[gnu::always_inline]] std::uint64_t replays_loop(Engine& engine, std::span<const LineAccess> in);
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   [[gnu::noinline]] std::uint64_t simulate_baseline(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
     return simulate_loop<Emit, Stamps, Unclassified>(engine, in, o);
   }
-  template <bool Stamps, class Engine>
+  template <bool Stamps, bool Unclassified, class Engine>
   [[gnu::noinline]] std::uint64_t replays_baseline(Engine& engine, std::span<const LineAccess> in) {
-    return replays_loop<Stamps>(engine, in);
+    return replays_loop<Stamps, Unclassified>(engine, in);
   }
 #if defined(__x86_64__)
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   [[gnu::noinline, gnu::target("avx2,bmi,bmi2,popcnt")]] std::uint64_t simulate_wide(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
     return simulate_loop<Emit, Stamps, Unclassified>(engine, in, o);
   }
-  template <bool Stamps, class Engine>
+  template <bool Stamps, bool Unclassified, class Engine>
   [[gnu::noinline, gnu::target("avx2,bmi,bmi2,popcnt")]] std::uint64_t replays_wide(Engine& engine, std::span<const LineAccess> in) {
-    return replays_loop<Stamps>(engine, in);
+    return replays_loop<Stamps, Unclassified>(engine, in);
   }
 #endif
   bool wide = false;  // the CPU runs the *_wide loops (and LOOPTRACE_BASELINE_ISA is not set)
@@ -1068,13 +1095,13 @@ struct CacheModel::Impl {
 #endif
     return simulate_baseline<Emit, Stamps, Unclassified>(engine, in, o);
   }
-  template <bool Stamps, class Engine>
+  template <bool Stamps, bool Unclassified, class Engine>
   std::uint64_t run_replays(Engine& engine, std::span<const LineAccess> in) {
 #if defined(__x86_64__)
-    if constexpr (!Stamps)  // (then without the three Cs)
-      if (wide) return replays_wide<Stamps>(engine, in);
+    if constexpr (Unclassified)
+      if (wide) return replays_wide<Stamps, Unclassified>(engine, in);
 #endif
-    return replays_baseline<Stamps>(engine, in);
+    return replays_baseline<Stamps, Unclassified>(engine, in);
   }
   template <bool Emit, class Engine>
   void run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
@@ -1137,6 +1164,24 @@ struct CacheModel::Impl {
     std::size_t block_bytes = 0;
     std::vector<std::uint32_t> missed;         // per set: `gen` if it missed in the previous timestep (listed)
     std::vector<std::uint32_t> missed_sets;
+    // Pins of the three Cs' shadow (on its own, LruShadow): where a timestep repeats most
+    // of the previous one's lines at their places, those lines are each used again before
+    // N others come (the two timesteps have at most N lines: each place that is not
+    // pinned counted as a line), so they stay in a fully associative LRU of N, and it
+    // needs no record of their order until they may not (LruShadow::pin). A pinned place
+    // must hold its line at every timestep and the bound must hold at every access,
+    // checked before a part of a timestep is counted; where either fails, the pins are
+    // released first, their lines put back where their last uses (the records) place them.
+    std::vector<unsigned char> pin;       // per place in a timestep: pinned (none past the last)
+    std::vector<std::uint32_t> pin_below;  // the pinned places before each place (size pin.size() + 1)
+    std::uint64_t pinned_lines = 0;       // distinct lines pinned
+    std::uint64_t pinned_at = 0, pin_retry = 0, pin_wait = 1;  // timestep pinned; none before pin_retry
+    std::uint64_t pins_below(std::size_t place) const { return pin_below[std::min(place, pin.size())]; }
+    // Whether a fully associative LRU of `lines` holds the pinned lines through places up
+    // to `end` of the current timestep.
+    bool pins_bounded(std::size_t end, std::uint64_t lines) const {
+      return pinned_lines + (size - pins_below(size)) + (end - pins_below(end)) <= lines;
+    }
     void init(std::uint64_t sets, std::size_t bytes) {
       on = true, differs.assign(sets, 0), missed.assign(sets, 0);
       kept_at.assign(sets, ~std::uint64_t(0)), unchanged_at.assign(sets, ~std::uint64_t(0));
@@ -1235,6 +1280,16 @@ struct CacheModel::Impl {
   // (after the engine's lines were shifted).
   void shadow_lines(std::vector<std::uint64_t>& out) const;
   void shadow_assign(const std::vector<std::uint64_t>& lines);
+  // The shadow's pins (Replays) taken at the start of the current timestep, or released
+  // where the current timestep is at its place R.at (before anything else reads or moves
+  // the shadow, or the records are forgotten).
+  void pin_shadow(const LineAccess* p, std::size_t common);
+  void release_pins();
+  // The sets change where run_replays() does not look (after the pins are released).
+  void forget_replays() {
+    release_pins();
+    replays.forget();
+  }
 };
 
 template <class Engine>
@@ -1261,10 +1316,12 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
   }
   const bool want = 10 * recent_hits > (on_stamps ? 4 : 6) * recent_accesses;
   if (want != on_stamps) {
+    release_pins();
     std::vector<std::uint64_t> lines;
     if (want) shadow.lines(lines), stamps.assign(engine, lines);
     else stamps.lines(engine, lines), shadow.assign(lines);
-    on_stamps = want, replays.forget();
+    on_stamps = want, forget_replays();
+    replays.off = 0, replays.recent = {};  // (what the replays saved is measured afresh)
   }
   const std::uint64_t hits = on_stamps ? run<Emit, true>(engine, in, out) : run<Emit, false>(engine, in, out);
   recent_hits += hits - recent_hits / 8, recent_accesses += in.size() - recent_accesses / 8;
@@ -1343,11 +1400,14 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 template <bool Emit, bool Stamps, class Engine>
 std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out) {
   if constexpr (!Emit && kStamped<Engine>)
-    if (replays.on && (Stamps || !config.three_cs)) {
-      if (replays.off == 0) return run_replays<Stamps>(engine, in);
+    if (replays.on) {
+      if (replays.off == 0) {
+        if constexpr (Stamps) return run_replays<true, false>(engine, in);  // (the stamps imply the three Cs)
+        else return config.three_cs ? run_replays<false, false>(engine, in) : run_replays<false, true>(engine, in);
+      }
       --replays.off;
     }
-  replays.forget();  // the sets change where it does not look
+  forget_replays();  // the sets change where it does not look
   CacheAccess* o = nullptr;
   if constexpr (Emit) {
     const std::size_t first = out->size();
@@ -1404,19 +1464,25 @@ inline std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<c
 }
 
 // The counts alone, over an engine whose lines stay in their ways (SmallSets, PlruSets),
-// with the three Cs' shadow on its stamps or none: a set whose accesses in a timestep
-// repeat the previous timestep's (Replays) is counted with no lookup.
-template <bool Stamps, class Engine>
+// with the three Cs' shadow on its stamps, on its own (LruShadow, its repeated lines
+// pinned where they may be) or none: a set whose accesses in a timestep repeat the
+// previous timestep's (Replays) is counted with no lookup.
+template <bool Stamps, bool Unclassified, class Engine>
 inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<const LineAccess> in) {
   Replays& R = replays;
   std::uint64_t engine_hits = 0;
   const Writes w = writes();
-  const bool wt = w.through, wa = w.allocate, classify = Stamps && w.classify;
+  const bool wt = w.through, wa = w.allocate, classify = !Unclassified && w.classify;
+  constexpr bool own_shadow = !Stamps && !Unclassified;  // LruShadow, which pins
   const LineAccess* const end = in.data() + in.size();
   const std::uint64_t counted_before = R.counted;
   std::size_t long_steps = 0, compared = 0;  // accesses in timesteps long enough; compared with the one before
   for (const LineAccess* p = in.data(); p != end;) {
-    if (p->timestep != R.timestep) R.next_timestep(p->timestep);
+    if (p->timestep != R.timestep) {
+      if constexpr (own_shadow)  // the timestep ended before a pinned place
+        if (shadow.pinned() && R.at < R.pin.size()) release_pins();
+      R.next_timestep(p->timestep);
+    }
     // A timestep begun in an earlier call may have repeated a set before this call
     // simulates it: its snapshot would not be its start.
     const bool begun_here = R.at == 0;
@@ -1431,7 +1497,18 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // was: what comes next to it is simulated from there.
     std::size_t same = 0, missing_sets = 0;  // missing_sets: sets that repeat their misses
     std::uint32_t gen = 0;
-    if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest) {
+    // Pinned places that do not hold their lines, or more lines than the shadow holds
+    // over this part and the previous timestep: the pins go first (after the compare
+    // below, which looks at the places, before anything is counted).
+    const bool compare = R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest;
+    bool unpin = false;
+    if constexpr (own_shadow)
+      if (shadow.pinned()) {
+        unpin = !R.pins_bounded(R.at + n, config.lines());
+        for (std::size_t i = R.at, last = std::min(R.at + n, R.pin.size()); !compare && !unpin && i < last; ++i)
+          unpin = R.pin[i] && R.records[i].line != p[i - R.at].line;
+      }
+    if (compare) {
       compared += n;
       // The sets that differ: where an access is not the previous timestep's at its place
       // (both sets), where there is none to compare with (past the part compared, or
@@ -1449,6 +1526,7 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
           }
         } else {
           R.differs[engine.set_of_line(r.line)] = gen, R.differs[engine.set_of_line(a.line)] = gen;
+          if constexpr (own_shadow) unpin = unpin || (i < R.pin.size() && R.pin[i] && r.line != a.line);
         }
       }
       for (std::size_t i = common; i < n; ++i) R.differs[engine.set_of_line(p[i].line)] = gen;
@@ -1465,7 +1543,15 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
         else R.differs[set] = gen;
       }
       R.missed_sets.clear();
+      if constexpr (own_shadow)
+        if (unpin) release_pins(), unpin = false;
+      if constexpr (own_shadow)
+        if (classify && !shadow.pinned() && R.steps >= R.pin_retry && 2 * same >= n &&
+            R.size + n - same <= config.lines())
+          pin_shadow(p, n);
     }
+    if constexpr (own_shadow)
+      if (unpin) release_pins();
     // The shadow holds every line a repeat touches if every access brings its line in (a
     // write that does not allocate leaves out a line that is not in) and the two
     // timesteps have fewer accesses than it has lines: the line was accessed in the
@@ -1484,9 +1570,9 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       }
       std::int64_t id;
       Victim v;
-      const bool hit = access<false, Stamps, !Stamps>(engine, p[i], nullptr, id, w, &v);
+      const bool hit = access<false, Stamps, Unclassified>(engine, p[i], nullptr, id, w, &v);
       const std::size_t k = key(p[i].trace, p[i].tensor);
-      if constexpr (!Stamps) tally(k, p[i].tensor, hit, p[i].write && wt);  // access() left it to us
+      if constexpr (Unclassified) tally(k, p[i].tensor, hit, p[i].write && wt);  // access() left it to us
       engine_hits += hit;
       R.record(R.at + i, p[i], k, id, hit, v);
     };
@@ -1505,7 +1591,32 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       bool misses = false;
       if (missing_sets != 0)
         for (std::size_t k = i; k < j && !misses; ++k) misses = !R.records[k].hit;
-      if (misses) {
+      // Without the shadow to move (none, or its lines all pinned), a stretch of one key
+      // is counted at once; each miss's victim written back if it was dirty.
+      bool shadowless = !classify;
+      if constexpr (own_shadow)
+        if (misses && !shadowless && shadow.pinned() && R.pins_below(j) - R.pins_below(i) == j - i)
+          shadowless = true, shadow.pinned_hits += j - i;
+      if (misses && shadowless && !Stamps) {
+        std::size_t from = i;
+        std::uint64_t hits = 0, throughs = 0;
+        for (std::size_t k = i; k < j; ++k) {
+          const Replays::Record& r = R.records[k];
+          if (r.key >> 1 != R.records[from].key >> 1) {
+            CacheTally& c = keys[R.records[from].key >> 1];
+            c.accesses += k - from, c.hits += hits, c.write_throughs += throughs;
+            engine_hits += hits, from = k, hits = throughs = 0;
+          }
+          hits += r.hit, throughs += (r.key & 1) && wt;
+          if (!r.hit && ((r.key & 1) == 0 || wa)) {
+            const Replays::Evicted& v = R.evicted[k];
+            if (v.valid && v.dirty) ++writebacks[v.tensor];
+          }
+        }
+        CacheTally& c = keys[R.records[from].key >> 1];
+        c.accesses += j - from, c.hits += hits, c.write_throughs += throughs;
+        engine_hits += hits, R.counted += j - i;
+      } else if (misses) {
         for (std::size_t k = i; k < j; ++k) {
           const LineAccess& a = p[k];
           const Replays::Record& r = R.records[k];
@@ -1513,6 +1624,8 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
           bool capacity = false;
           if constexpr (Stamps && kStamped<Engine>)
             if (classify && stamps.full()) stamps.compact(engine);
+          if constexpr (own_shadow)
+            if (classify) capacity = !shadow.access(a.line, allocate);  // (seen the timestep before)
           if (r.hit) {
             if constexpr (Stamps && kStamped<Engine>)
               if (classify) capacity = !stamps.hit(engine.stamp(r.id), allocate);
@@ -1537,7 +1650,13 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
         R.counted += j - i;
       } else if (j != i) {
         const auto id = [&](std::size_t k) { return R.records[i + k].id; };
-        const bool held = !classify || stamps.hit_all(engine, j - i, id, all_held);
+        bool held = !classify;
+        if constexpr (own_shadow) {  // all pinned: hits that change nothing
+          if (!held && shadow.pinned() && R.pins_below(j) - R.pins_below(i) == j - i)
+            held = true, shadow.pinned_hits += j - i;
+        } else {
+          held = held || stamps.hit_all(engine, j - i, id, all_held);
+        }
         if (held && !wt) {
           // Hits alone: counted per stretch of one key (a trace's lines come together).
           // key_tensor was set when the record was made: a key has one tensor.
@@ -1557,6 +1676,8 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
                 if (stamps.full()) stamps.compact(engine);
                 capacity = !stamps.hit(engine.stamp(r.id), !a.write || wa);
               }
+            if constexpr (own_shadow)
+              if (!held) capacity = !shadow.access(a.line, !a.write || wa);
             CacheTally& c = keys[r.key >> 1];
             c.accesses++, c.hits++, c.capacity += capacity, c.write_throughs += a.write && wt;
           }
@@ -1627,6 +1748,68 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   if (in_ways) m.replays.init(config.sets(), m.kind == Kind::small_plru ? PlruSets::kBlockBytes : SmallSets<CachePolicy::lru>::kBlockBytes);
 }
 
+void CacheModel::Impl::pin_shadow(const LineAccess* p, std::size_t n) {
+  Replays& R = replays;
+  const std::size_t common = std::min(n, R.size);
+  // The places that hold the previous timestep's lines, of lines the shadow holds (a
+  // write that does not allocate may have left one out).
+  std::vector<std::uint64_t> lines;
+  R.pin.assign(common, 0);
+  for (std::size_t i = 0; i < common; ++i)
+    if (R.records[i].line == p[i].line && shadow.holds_any(p[i].line, p[i].line)) R.pin[i] = 1, lines.push_back(p[i].line);
+  while (!R.pin.empty() && R.pin.back() == 0) R.pin.pop_back();
+  R.pin_below.assign(R.pin.size() + 1, 0);
+  for (std::size_t i = 0; i < R.pin.size(); ++i) R.pin_below[i + 1] = R.pin_below[i] + R.pin[i];
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  R.pinned_lines = lines.size();
+  if (lines.empty() || !R.pins_bounded(n, config.lines())) {
+    R.pin.clear(), R.pinned_lines = 0;
+    return;
+  }
+  shadow.pin(lines);
+  R.pinned_at = R.steps;
+}
+
+void CacheModel::Impl::release_pins() {
+  if (!shadow.pinned()) return;
+  Replays& R = replays;
+  // The accesses since the previous timestep began, in order: its places from R.at on
+  // (the records not yet overwritten), then the current timestep's up to R.at. Every
+  // pinned line is among them (at its pinned place, in one or the other), and so are the
+  // last uses of the other lines they pass.
+  const std::size_t at = R.at, tail = std::max(R.size, at) - at, count = tail + at;
+  const auto line = [&](std::size_t j) { return R.records[j < tail ? at + j : j - tail].line; };
+  struct Use {
+    std::size_t last;
+    bool resident;
+  };
+  std::unordered_map<std::uint64_t, Use> uses;
+  uses.reserve(count);
+  for (std::size_t j = 0; j < count; ++j) uses[line(j)] = {j, false};
+  std::vector<std::uint64_t> resident, order;
+  shadow.lines(resident);  // the lines not pinned, least recent first
+  order.reserve(resident.size() + R.pinned_lines);
+  for (const std::uint64_t l : resident)
+    if (const auto it = uses.find(l); it != uses.end()) it->second.resident = true;
+    else order.push_back(l);  // last used before
+  std::uint64_t pinned = 0;
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint64_t l = line(j);
+    const Use& u = uses[l];
+    if (u.last != j) continue;
+    const bool is_pinned = shadow.is_pinned(l);
+    pinned += is_pinned;
+    if (is_pinned || u.resident) order.push_back(l);
+  }
+  if (pinned != R.pinned_lines) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
+  shadow.unpin(order);
+  R.pin.clear(), R.pinned_lines = 0;
+  // Pins that did not last wait longer before the next (each costs O(N) twice).
+  R.pin_wait = R.steps - R.pinned_at < 16 ? std::min<std::uint64_t>(2 * R.pin_wait, 4096) : 1;
+  R.pin_retry = R.steps + R.pin_wait;
+}
+
 void CacheModel::Impl::shadow_lines(std::vector<std::uint64_t>& out) const {
   if (!on_stamps) return shadow.lines(out);
   switch (kind) {
@@ -1657,6 +1840,7 @@ CacheModel::~CacheModel() { delete impl_; }
 const CacheConfig& CacheModel::config() const { return impl_->config; }
 std::uint64_t CacheModel::repeats() const { return impl_->replays.counted; }
 bool CacheModel::wide_loops() const { return impl_->wide; }
+std::uint64_t CacheModel::pinned_hits() const { return impl_->shadow.pinned_hits; }
 
 void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* p = in.data();
@@ -1769,7 +1953,7 @@ std::uint64_t CacheModel::Impl::hold_first() const {
 
 void CacheModel::Impl::settle() {
   if (streak.held == 0) return;
-  replays.forget();  // it changes sets without a record
+  forget_replays();  // it changes sets without a record
   const std::uint64_t n = config.lines(), sets = config.sets(), ways = config.associativity();
   const std::uint64_t held = streak.held;
   streak.held = 0;
@@ -1940,7 +2124,7 @@ std::size_t CacheModel::key_of(const LineAccess& a) const {
 }
 
 void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
-  impl_->settle();
+  impl_->settle(), impl_->release_pins();
   const Impl& m = *impl_;
   using Kind = Impl::Kind;
   switch (m.kind) {
@@ -2119,7 +2303,7 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
                               std::int64_t blocks) {
   Impl& m = *impl_;
   m.settle(), m.streak = {};  // the lines it held move
-  m.replays.forget();
+  m.forget_replays();
   const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);

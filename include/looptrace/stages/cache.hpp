@@ -217,6 +217,10 @@ class CacheModel {
   // Whether the loops made for AVX2 and BMI run (the CPU has them and
   // LOOPTRACE_BASELINE_ISA was not set when the model was made): a diagnostic.
   bool wide_loops() const;
+  // How many line accesses the three Cs' shadow (on its own) counted as hits of lines it
+  // pinned (repeated at their places in each timestep, so certainly held; no update): a
+  // diagnostic.
+  std::uint64_t pinned_hits() const;
 
   // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
   // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
