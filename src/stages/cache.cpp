@@ -1852,6 +1852,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* hold_at = nullptr;
   Streak k = streak;  // in registers: dispatch() does not read it, settle() does
   std::size_t starts = 0;  // streaks started
+  const std::uint64_t counted_before = replays.counted;
   bool held = false;
   const auto commit = [&] {  // the held lines will be counted: what came before them is simulated
     if (from != hold_at) dispatch<false>({from, hold_at}, nullptr);
@@ -1922,8 +1923,11 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
   // No streak counted: on the shadow's stamps (a phase of hits, where a streak is held
-  // only past N lines) or in a random stream, the search is off for the next 15 batches.
-  if (!held && (8 * starts > in.size() || (config.three_cs && on_stamps))) streakless = 15;
+  // only past N lines), in a random stream, or where the replays counted most of the
+  // batch (a tile read again at every timestep: DeepSeek-V3's Z_per_expert, whose rows
+  // make one streak the shadow holds), the search is off for the next 15 batches.
+  const bool replayed = 4 * (replays.counted - counted_before) > 3 * in.size();
+  if (!held && (8 * starts > in.size() || (config.three_cs && on_stamps) || replayed)) streakless = 15;
 }
 
 // When a streak's held lines are enough for settle() to count: W periods, and in the
