@@ -1915,10 +1915,15 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   }
   // Held lines not yet enough when the batch ends (the batch is gone): held on if the
   // streak is W periods long already (it may well go on: a streak of requests spans
-  // batches of 4096), else simulated with the batch and held again in the next.
+  // batches of 4096) and, with the three Cs, N lines (it cannot be counted before N + P:
+  // DeepSeek-V3's RFFB writes rows of 8,188 lines at every timestep, which were held at
+  // each batch's end and simulated apart from their timestep, where the replays could
+  // not see them), else simulated with the batch and held again in the next.
   if (k.held != 0 && !k.committed) {
-    if (k.length >= config.associativity() * k.period) commit(), from = end;
-    else k.held = 0;
+    if (k.length >= config.associativity() * k.period && (!config.three_cs || k.length >= config.lines()))
+      commit(), from = end;
+    else
+      k.held = 0;
   }
   streak = k;
   if (from != end) dispatch<false>({from, end}, nullptr);
