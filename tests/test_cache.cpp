@@ -47,6 +47,20 @@ std::vector<LineAccess> lines_of(std::vector<std::uint64_t> lines, std::vector<b
   return out;
 }
 
+// fn(at, to) for consecutive batches [at, to) of a stream of `size` accesses: at most
+// `most` each, cut at a timestep's end (`ends`, ascending) three times in four, else
+// anywhere inside a timestep.
+template <class Fn>
+void cut_batches(std::size_t size, const std::vector<std::size_t>& ends, std::size_t most, std::mt19937_64& rng, Fn fn) {
+  for (std::size_t at = 0, e = 0; at < size;) {
+    std::size_t to = std::min(size, at + 1 + rng() % most);
+    while (e < ends.size() && ends[e] < to) ++e;
+    if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
+    fn(at, to);
+    at = to;
+  }
+}
+
 // Every count of two reports' tensors, traces or totals equal.
 void check_same(const CacheCounts& a, const CacheCounts& b) {
   CHECK(a.accesses == b.accesses);
@@ -469,16 +483,11 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
           }
           CacheModel fast(c, 3, 2), generic(c, 3, 2, CacheEngine::generic);
           std::vector<CacheAccess> out, scratch;
-          // Cut at timesteps' ends and inside them.
-          for (std::size_t at = 0, e = 0; at < in.size();) {
-            std::size_t to = std::min(in.size(), at + 1 + rng() % 900);
-            while (e < ends.size() && ends[e] < to) ++e;
-            if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
+          cut_batches(in.size(), ends, 900, rng, [&](std::size_t at, std::size_t to) {
             if (rng() % 16 == 0) fast.run(std::span(in).subspan(at, to - at), scratch);
             else fast.count(std::span(in).subspan(at, to - at));
             if (rng() % 16 == 0) (void)fast.report();
-            at = to;
-          }
+          });
           generic.run(in, out);
           fast.finish(), generic.finish();
           CAPTURE(policy_name(p));
@@ -554,19 +563,12 @@ TEST_CASE("cache: sets that miss and come back as they were repeat their misses 
             }
             CacheModel fast(c, 3, 1), generic(c, 3, 1, CacheEngine::generic);
             // Batches of four timesteps; under write-back with allocation, cut anywhere too.
-            const bool cut_anywhere = write_mode == 0;
-            for (std::size_t at = 0, e = 0; at < in.size();) {
-              std::size_t to = std::min(in.size(), ends[std::min(ends.size() - 1, e + 3)]);
-              if (cut_anywhere) {
-                to = std::min(in.size(), at + 1 + rng() % 3000);
-                while (e < ends.size() && ends[e] < to) ++e;
-                if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
-              } else {
-                e += 4;
-              }
-              fast.count(std::span(in).subspan(at, to - at));
-              at = to;
-            }
+            const auto count = [&](std::size_t at, std::size_t to) { fast.count(std::span(in).subspan(at, to - at)); };
+            if (write_mode == 0)
+              cut_batches(in.size(), ends, 3000, rng, count);
+            else
+              for (std::size_t e = 3, at = 0; at < in.size(); at = ends[std::min(ends.size() - 1, e)], e += 4)
+                count(at, ends[std::min(ends.size() - 1, e)]);
             std::vector<CacheAccess> out;
             generic.run(in, out);
             fast.finish(), generic.finish();
@@ -647,13 +649,7 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
           ends.push_back(in.size());
         }
         CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
-        for (std::size_t at = 0, e = 0; at < in.size();) {
-          std::size_t to = std::min(in.size(), at + 1 + rng() % 5000);
-          while (e < ends.size() && ends[e] < to) ++e;
-          if (rng() % 4 != 0 && e < ends.size()) to = ends[e];
-          fast.count(std::span(in).subspan(at, to - at));
-          at = to;
-        }
+        cut_batches(in.size(), ends, 5000, rng, [&](std::size_t at, std::size_t to) { fast.count(std::span(in).subspan(at, to - at)); });
         std::vector<CacheAccess> out;
         generic.run(in, out);
         fast.finish(), generic.finish();
