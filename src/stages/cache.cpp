@@ -2316,22 +2316,14 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
   const std::span<const std::int64_t> delta = block.delta();
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);
-  // Block by block, each run of first touches shifted: its lines not seen before are
-  // cold. The runs copied out of their map first: walking a map of 2^19 runs once a block
-  // (DeepSeek-V3's prefill) cost an eighth of the layer in its iterator's increments.
-  if (m.config.three_cs) {
-    struct Run {
-      std::int64_t first, last, delta;
-      std::uint32_t key;
-    };
-    std::vector<Run> runs;
-    runs.reserve(block.runs().size());
-    for (const auto& [first, r] : block.runs())
-      runs.push_back({std::int64_t(first), std::int64_t(r.last), delta[r.tensor], r.key});
+  // Block by block, each run of first touches shifted: its lines not seen before are cold.
+  if (m.config.three_cs)
     for (std::int64_t i = 1; i <= blocks; ++i)
-      for (const Run& r : runs)
-        cold[r.key] += m.seen.test_and_set_range(std::uint64_t(r.first + i * r.delta), std::uint64_t(r.last + i * r.delta));
-  }
+      for (const auto& [first, r] : block.runs()) {
+        const std::int64_t d = i * delta[r.tensor];
+        cold[r.key] += m.seen.test_and_set_range(std::uint64_t(std::int64_t(first) + d),
+                                                 std::uint64_t(std::int64_t(r.last) + d));
+      }
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
     const CacheTally &x = a.tallies[k], &y = b.tallies[k];
     CacheTally& t = m.keys[k];
