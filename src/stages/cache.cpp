@@ -2157,9 +2157,49 @@ std::size_t WarpBlock::max_runs(const CacheModel& model) {
   return std::size_t(std::max<std::uint64_t>(4096, 32 * lines));
 }
 
+// WarpBlock's bit per touched line, in pages of 2^16 lines made as lines reach them (as
+// SeenLines), each stamped with the block that last wrote it: a reset is a new stamp,
+// and a page of an older block is zeroed when the new one first touches it.
+struct WarpBlock::TouchedLines {
+  struct Page {
+    std::uint64_t block = 0;
+    std::vector<std::uint64_t> words;
+  };
+  std::unordered_map<std::uint64_t, Page> pages;
+  std::uint64_t block = 1;
+  std::uint64_t last_number = ~std::uint64_t(0);
+  std::uint64_t* last = nullptr;
+  std::uint64_t* page(std::uint64_t number) {
+    if (number == last_number) return last;
+    Page& p = pages[number];
+    if (p.words.empty()) p.words.assign(1024, 0);
+    else if (p.block != block) std::fill(p.words.begin(), p.words.end(), 0);
+    p.block = block, last_number = number, last = p.words.data();
+    return last;
+  }
+  void reset() { ++block, last_number = ~std::uint64_t(0); }
+  // Marks first .. last; whether any of them was not marked before.
+  bool mark(std::uint64_t first, std::uint64_t last_line) {
+    bool fresh = false;
+    each_line_word(first, last_line, [&](std::uint64_t number) { return page(number); },
+                   [&](std::uint64_t& word, std::uint64_t mask, unsigned) {
+                     fresh = fresh || (word & mask) != mask;
+                     word |= mask;
+                     return false;
+                   });
+    return fresh;
+  }
+};
+
+WarpBlock::WarpBlock() : touched_lines_(std::make_unique<TouchedLines>()) {}
+WarpBlock::~WarpBlock() = default;
+WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
+WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
+
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
   runs_.clear(), has_hint_ = false, max_runs_ = max_runs, overflow_ = false;
+  touched_lines_->reset();
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
@@ -2176,6 +2216,7 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
+    if (!touched_lines_->mark(a.line, last)) continue;  // all recorded before, with their first keys
     insert(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
     if (runs_.size() > max_runs_) {
       overflow_ = true;

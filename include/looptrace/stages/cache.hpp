@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -145,6 +146,11 @@ class WarpBlock {
  public:
   using Runs = std::map<std::uint64_t, FirstRun>;  // by first line; disjoint
 
+  WarpBlock();
+  ~WarpBlock();
+  WarpBlock(WarpBlock&&) noexcept;
+  WarpBlock& operator=(WarpBlock&&) noexcept;
+
   // The cap on the runs of a block for `model`: 32 x (its lines + its shadow's), at
   // least 4096. (A 1 MiB cache of 64-byte lines and its shadow hold 2^15 lines; the
   // prefill layers measured need up to 2^19 + 1 runs a block: single lines at a stride.)
@@ -174,6 +180,11 @@ class WarpBlock {
   void insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   std::vector<std::int64_t> delta_;
   Runs runs_;
+  // A bit per line the block touched: a run of lines all touched before keeps its first
+  // key, found without the map (most of a block's accesses, where it reads its tiles
+  // again: the map's walks cost DeepSeek-V3's prefill a fifth of its time).
+  struct TouchedLines;
+  std::unique_ptr<TouchedLines> touched_lines_;
   Runs::iterator hint_;  // the run of the last line recorded (when has_hint_)
   bool has_hint_ = false;
   std::size_t max_runs_ = 0;
