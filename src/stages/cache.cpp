@@ -641,6 +641,7 @@ class LruShadow {
     pinned_lines_ = lines, n_ -= lines.size();
   }
   bool pinned() const { return !pinned_lines_.empty(); }
+  std::size_t pins() const { return pinned_lines_.size(); }
   std::uint64_t pinned_hits = 0;  // accesses of a pinned line (a diagnostic)
   bool is_pinned(std::uint64_t line) const { return pinned() && pinned_.test(line); }
   // The pins released: the shadow holds `order` (least recent first), the resident lines
@@ -1174,13 +1175,12 @@ struct CacheModel::Impl {
     // released first, their lines put back where their last uses (the records) place them.
     std::vector<unsigned char> pin;       // per place in a timestep: pinned (none past the last)
     std::vector<std::uint32_t> pin_below;  // the pinned places before each place (size pin.size() + 1)
-    std::uint64_t pinned_lines = 0;       // distinct lines pinned
     std::uint64_t pinned_at = 0, pin_retry = 0, pin_wait = 1;  // timestep pinned; none before pin_retry
     std::uint64_t pins_below(std::size_t place) const { return pin_below[std::min(place, pin.size())]; }
-    // Whether a fully associative LRU of `lines` holds the pinned lines through places up
-    // to `end` of the current timestep.
-    bool pins_bounded(std::size_t end, std::uint64_t lines) const {
-      return pinned_lines + (size - pins_below(size)) + (end - pins_below(end)) <= lines;
+    // Whether a fully associative LRU of `lines` holds `pinned` lines (distinct, at the
+    // pinned places) through places up to `end` of the current timestep.
+    bool pins_bounded(std::uint64_t pinned, std::size_t end, std::uint64_t lines) const {
+      return pinned + (size - pins_below(size)) + (end - pins_below(end)) <= lines;
     }
     void init(std::uint64_t sets, std::size_t bytes) {
       on = true, differs.assign(sets, 0), missed.assign(sets, 0);
@@ -1504,7 +1504,7 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     bool unpin = false;
     if constexpr (own_shadow)
       if (shadow.pinned()) {
-        unpin = !R.pins_bounded(R.at + n, config.lines());
+        unpin = !R.pins_bounded(shadow.pins(), R.at + n, config.lines());
         for (std::size_t i = R.at, last = std::min(R.at + n, R.pin.size()); !compare && !unpin && i < last; ++i)
           unpin = R.pin[i] && R.records[i].line != p[i - R.at].line;
       }
@@ -1581,6 +1581,28 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       R.at += n, p = q;
       continue;
     }
+    // Repeats i .. j - 1 that move no shadow, as the previous timestep's: a stretch of one
+    // key at a time (key_tensor was set when the record was made: a key has one tensor),
+    // each miss's victim written back if it was dirty.
+    const auto count_quiet = [&](std::size_t i, std::size_t j) {
+      std::size_t from = i;
+      std::uint64_t hits = 0, throughs = 0;
+      for (std::size_t k = i;; ++k) {
+        if (k == j || R.records[k].key >> 1 != R.records[from].key >> 1) {
+          CacheTally& c = keys[R.records[from].key >> 1];
+          c.accesses += k - from, c.hits += hits, c.write_throughs += throughs;
+          engine_hits += hits, from = k, hits = throughs = 0;
+          if (k == j) break;
+        }
+        const Replays::Record& r = R.records[k];
+        hits += r.hit, throughs += (r.key & 1) && wt;
+        if (!r.hit && ((r.key & 1) == 0 || wa)) {
+          const Replays::Evicted& v = R.evicted[k];
+          if (v.valid && v.dirty) ++writebacks[v.tensor];
+        }
+      }
+      R.counted += j - i;
+    };
     for (std::size_t i = 0; i < n;) {
       // The repeats up to the next access that is not one: hits in the ways recorded,
       // whose records stand.
@@ -1591,98 +1613,51 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       bool misses = false;
       if (missing_sets != 0)
         for (std::size_t k = i; k < j && !misses; ++k) misses = !R.records[k].hit;
-      // Without the shadow to move (none, or its lines all pinned), a stretch of one key
-      // is counted at once; each miss's victim written back if it was dirty.
-      bool shadowless = !classify;
-      if constexpr (own_shadow)
-        if (misses && !shadowless && shadow.pinned() && R.pins_below(j) - R.pins_below(i) == j - i)
-          shadowless = true, shadow.pinned_hits += j - i;
-      if (misses && shadowless && !Stamps) {
-        std::size_t from = i;
-        std::uint64_t hits = 0, throughs = 0;
-        for (std::size_t k = i; k < j; ++k) {
-          const Replays::Record& r = R.records[k];
-          if (r.key >> 1 != R.records[from].key >> 1) {
-            CacheTally& c = keys[R.records[from].key >> 1];
-            c.accesses += k - from, c.hits += hits, c.write_throughs += throughs;
-            engine_hits += hits, from = k, hits = throughs = 0;
-          }
-          hits += r.hit, throughs += (r.key & 1) && wt;
-          if (!r.hit && ((r.key & 1) == 0 || wa)) {
-            const Replays::Evicted& v = R.evicted[k];
-            if (v.valid && v.dirty) ++writebacks[v.tensor];
-          }
+      if (j != i) {
+        // No shadow to move (none; its lines all pinned; or their stamps renumbered at
+        // once, hits alone): counted a stretch of one key at a time.
+        bool quiet = !classify;
+        if constexpr (own_shadow) {
+          if (!quiet && shadow.pinned() && R.pins_below(j) - R.pins_below(i) == j - i)
+            quiet = true, shadow.pinned_hits += j - i;
+        } else if constexpr (Stamps) {
+          const auto id = [&](std::size_t k) { return R.records[i + k].id; };
+          if (!quiet && !misses) quiet = stamps.hit_all(engine, j - i, id, all_held);
         }
-        CacheTally& c = keys[R.records[from].key >> 1];
-        c.accesses += j - from, c.hits += hits, c.write_throughs += throughs;
-        engine_hits += hits, R.counted += j - i;
-      } else if (misses) {
-        for (std::size_t k = i; k < j; ++k) {
-          const LineAccess& a = p[k];
-          const Replays::Record& r = R.records[k];
-          const bool allocate = !a.write || wa;
-          bool capacity = false;
-          if constexpr (Stamps && kStamped<Engine>)
-            if (classify && stamps.full()) stamps.compact(engine);
-          if constexpr (own_shadow)
-            if (classify) capacity = !shadow.access(a.line, allocate);  // (seen the timestep before)
-          if (r.hit) {
-            if constexpr (Stamps && kStamped<Engine>)
-              if (classify) capacity = !stamps.hit(engine.stamp(r.id), allocate);
-          } else {
-            [[maybe_unused]] std::uint32_t stamp = 0;
-            if constexpr (Stamps && kStamped<Engine>)
-              if (classify) capacity = !stamps.miss(a.line, false, allocate, stamp);  // (seen the timestep before)
-            if (allocate) {
-              const Replays::Evicted& v = R.evicted[k];
-              if constexpr (Stamps && kStamped<Engine>)
-                if (classify) {
-                  if (v.valid) stamps.evicted(v.line, engine.stamp(r.id));
-                  engine.stamp(r.id) = stamp;
-                }
-              if (v.valid && v.dirty) ++writebacks[v.tensor];
-            }
-          }
-          CacheTally& c = keys[r.key >> 1];
-          c.accesses++, c.hits += r.hit, c.capacity += capacity, c.write_throughs += a.write && wt;
-          engine_hits += r.hit;
-        }
-        R.counted += j - i;
-      } else if (j != i) {
-        const auto id = [&](std::size_t k) { return R.records[i + k].id; };
-        bool held = !classify;
-        if constexpr (own_shadow) {  // all pinned: hits that change nothing
-          if (!held && shadow.pinned() && R.pins_below(j) - R.pins_below(i) == j - i)
-            held = true, shadow.pinned_hits += j - i;
+        if (quiet) {
+          count_quiet(i, j);
         } else {
-          held = held || stamps.hit_all(engine, j - i, id, all_held);
-        }
-        if (held && !wt) {
-          // Hits alone: counted per stretch of one key (a trace's lines come together).
-          // key_tensor was set when the record was made: a key has one tensor.
-          std::size_t from = i;
-          for (std::size_t k = i + 1; k <= j; ++k)
-            if (k == j || R.records[k].key >> 1 != R.records[from].key >> 1) {
-              CacheTally& c = keys[R.records[from].key >> 1];
-              c.accesses += k - from, c.hits += k - from, from = k;
-            }
-        } else {
+          // Each as the previous timestep's, its victim evicted again; the shadow moved as
+          // access() moves it.
           for (std::size_t k = i; k < j; ++k) {
             const LineAccess& a = p[k];
             const Replays::Record& r = R.records[k];
+            const bool allocate = !a.write || wa;
             bool capacity = false;
             if constexpr (Stamps && kStamped<Engine>)
-              if (!held) {
-                if (stamps.full()) stamps.compact(engine);
-                capacity = !stamps.hit(engine.stamp(r.id), !a.write || wa);
+              if (stamps.full()) stamps.compact(engine);
+            if constexpr (own_shadow) capacity = !shadow.access(a.line, allocate);  // (seen the timestep before)
+            if (r.hit) {
+              if constexpr (Stamps && kStamped<Engine>) capacity = !stamps.hit(engine.stamp(r.id), allocate);
+            } else {
+              [[maybe_unused]] std::uint32_t stamp = 0;
+              if constexpr (Stamps && kStamped<Engine>)
+                capacity = !stamps.miss(a.line, false, allocate, stamp);  // (seen the timestep before)
+              if (allocate) {
+                const Replays::Evicted& v = R.evicted[k];
+                if constexpr (Stamps && kStamped<Engine>) {
+                  if (v.valid) stamps.evicted(v.line, engine.stamp(r.id));
+                  engine.stamp(r.id) = stamp;
+                }
+                if (v.valid && v.dirty) ++writebacks[v.tensor];
               }
-            if constexpr (own_shadow)
-              if (!held) capacity = !shadow.access(a.line, !a.write || wa);
+            }
             CacheTally& c = keys[r.key >> 1];
-            c.accesses++, c.hits++, c.capacity += capacity, c.write_throughs += a.write && wt;
+            c.accesses++, c.hits += r.hit, c.capacity += capacity, c.write_throughs += a.write && wt;
+            engine_hits += r.hit;
           }
+          R.counted += j - i;
         }
-        engine_hits += j - i, R.counted += j - i;
       }
       if (j == n) break;
       // An access of a set that differs: simulated, and recorded.
@@ -1762,9 +1737,8 @@ void CacheModel::Impl::pin_shadow(const LineAccess* p, std::size_t n) {
   for (std::size_t i = 0; i < R.pin.size(); ++i) R.pin_below[i + 1] = R.pin_below[i] + R.pin[i];
   std::sort(lines.begin(), lines.end());
   lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
-  R.pinned_lines = lines.size();
-  if (lines.empty() || !R.pins_bounded(n, config.lines())) {
-    R.pin.clear(), R.pinned_lines = 0;
+  if (lines.empty() || !R.pins_bounded(lines.size(), n, config.lines())) {
+    R.pin.clear();
     return;
   }
   shadow.pin(lines);
@@ -1789,7 +1763,7 @@ void CacheModel::Impl::release_pins() {
   for (std::size_t j = 0; j < count; ++j) uses[line(j)] = {j, false};
   std::vector<std::uint64_t> resident, order;
   shadow.lines(resident);  // the lines not pinned, least recent first
-  order.reserve(resident.size() + R.pinned_lines);
+  order.reserve(resident.size() + shadow.pins());
   for (const std::uint64_t l : resident)
     if (const auto it = uses.find(l); it != uses.end()) it->second.resident = true;
     else order.push_back(l);  // last used before
@@ -1802,9 +1776,9 @@ void CacheModel::Impl::release_pins() {
     pinned += is_pinned;
     if (is_pinned || u.resident) order.push_back(l);
   }
-  if (pinned != R.pinned_lines) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
+  if (pinned != shadow.pins()) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
   shadow.unpin(order);
-  R.pin.clear(), R.pinned_lines = 0;
+  R.pin.clear();
   // Pins that did not last wait longer before the next (each costs O(N) twice).
   R.pin_wait = R.steps - R.pinned_at < 16 ? std::min<std::uint64_t>(2 * R.pin_wait, 4096) : 1;
   R.pin_retry = R.steps + R.pin_wait;
@@ -2157,41 +2131,7 @@ std::size_t WarpBlock::max_runs(const CacheModel& model) {
   return std::size_t(std::max<std::uint64_t>(4096, 32 * lines));
 }
 
-// WarpBlock's bit per touched line, in pages of 2^16 lines made as lines reach them (as
-// SeenLines), each stamped with the block that last wrote it: a reset is a new stamp,
-// and a page of an older block is zeroed when the new one first touches it.
-struct WarpBlock::TouchedLines {
-  struct Page {
-    std::uint64_t block = 0;
-    std::vector<std::uint64_t> words;
-  };
-  std::unordered_map<std::uint64_t, Page> pages;
-  std::uint64_t block = 1;
-  std::uint64_t last_number = ~std::uint64_t(0);
-  std::uint64_t* last = nullptr;
-  std::uint64_t* page(std::uint64_t number) {
-    if (number == last_number) return last;
-    Page& p = pages[number];
-    if (p.words.empty()) p.words.assign(1024, 0);
-    else if (p.block != block) std::fill(p.words.begin(), p.words.end(), 0);
-    p.block = block, last_number = number, last = p.words.data();
-    return last;
-  }
-  void reset() { ++block, last_number = ~std::uint64_t(0); }
-  // Marks first .. last; whether any of them was not marked before.
-  bool mark(std::uint64_t first, std::uint64_t last_line) {
-    bool fresh = false;
-    each_line_word(first, last_line, [&](std::uint64_t number) { return page(number); },
-                   [&](std::uint64_t& word, std::uint64_t mask, unsigned) {
-                     fresh = fresh || (word & mask) != mask;
-                     word |= mask;
-                     return false;
-                   });
-    return fresh;
-  }
-};
-
-WarpBlock::WarpBlock() : touched_lines_(std::make_unique<TouchedLines>()) {}
+WarpBlock::WarpBlock() : touched_lines_(std::make_unique<SeenLines>()) {}
 WarpBlock::~WarpBlock() = default;
 WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
 WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
@@ -2199,7 +2139,7 @@ WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
   runs_.clear(), has_hint_ = false, max_runs_ = max_runs, overflow_ = false;
-  touched_lines_->reset();
+  *touched_lines_ = SeenLines{};  // (its pages go: a block's lines are its own)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
@@ -2216,7 +2156,7 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
-    if (!touched_lines_->mark(a.line, last)) continue;  // all recorded before, with their first keys
+    if (touched_lines_->test_and_set_range(a.line, last) == 0) continue;  // all recorded before, with their first keys
     insert(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
     if (runs_.size() > max_runs_) {
       overflow_ = true;

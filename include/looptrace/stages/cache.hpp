@@ -136,6 +136,7 @@ struct FirstRun {
 };
 
 class CacheModel;
+class SeenLines;  // (stages/seen_lines.hpp)
 
 // The lines one block of a warp touched of the tensors that move (`delta` != 0), as
 // runs of consecutive lines, each line once with its first access's key, and per
@@ -183,8 +184,7 @@ class WarpBlock {
   // A bit per line the block touched: a run of lines all touched before keeps its first
   // key, found without the map (most of a block's accesses, where it reads its tiles
   // again: the map's walks cost DeepSeek-V3's prefill a fifth of its time).
-  struct TouchedLines;
-  std::unique_ptr<TouchedLines> touched_lines_;
+  std::unique_ptr<SeenLines> touched_lines_;
   Runs::iterator hint_;  // the run of the last line recorded (when has_hint_)
   bool has_hint_ = false;
   std::size_t max_runs_ = 0;
