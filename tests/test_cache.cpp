@@ -674,6 +674,147 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
   CHECK(capacity > 0);
 }
 
+TEST_CASE("cache: the pins are released by whatever else reads or moves the shadow, and the state is plain simulation's") {
+  // In phases of 40, 60 and 80 timesteps: the pins test's tile (3W lines in each of 8
+  // sets, read at every timestep: the engine misses, the shadow is on its own and pins
+  // them) beside lines of a pool drawn at random; a tile that fits its sets (W/2 lines in
+  // each of 24, read twice: the engine hits, pinned at first, until the shadow moves onto
+  // the engine's stamps, which releases the pins, and back in the next phase); the first
+  // tile again, beside a streak in other sets at every timestep (rows of 32 lines: N/8 to
+  // N/4 lines, too few to be counted at once; one in 20 more than N, held back and
+  // settled, which releases the pins). Batches cut anywhere; at random a batch goes
+  // through run() (each outcome against the generic engine's; it releases them), and the
+  // state is read (snapshot(), which releases them too): each set's lines, newest first,
+  // and the shadow's, least recent first, against a plain simulation written here (a
+  // list per set, a list of the N most recent lines). Keeping the pins on any of these
+  // four ways fails it.
+  std::mt19937_64 rng(113);
+  std::uint64_t snapshots_pinned = 0, runs_pinned = 0, streak_pinned = 0;
+  for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo})
+    for (std::uint64_t ways : {8u, 16u})
+      for (int write_mode = 0; write_mode < 3; ++write_mode) {
+        const std::uint64_t sets = 64, lines = sets * ways;
+        CacheConfig c = shape(lines * 64, ways, 64, p);
+        c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = true;
+        std::vector<LineAccess> in, tile;
+        std::vector<std::size_t> ends;
+        std::vector<char> streak_step;  // per timestep: a streak came after the tile
+        const auto pool = [&] { return sets * (100000 + rng() % (lines / 16)) + 32 + rng() % 32; };
+        std::uint64_t fresh = sets << 24;  // the streaks' lines, never seen before
+        for (std::int64_t t = 0; t < 360; ++t) {
+          if (t % 50 == 0) {
+            tile.clear();
+            const std::uint64_t base = 8192 * std::uint64_t(1 + t / 50);
+            for (std::uint64_t m = 0; m < 3 * ways; ++m)
+              for (std::uint64_t set = 0; set < 8; ++set)
+                tile.push_back({0, base + set + m * sets, kNoTrace, 0, false});
+          }
+          const int phase = t % 180 < 40 ? 0 : t % 180 < 100 ? 1 : 2;
+          std::vector<LineAccess> step;
+          for (int k = 0; k < 2; ++k) step.push_back({0, pool(), kNoTrace, 1, rng() % 4 == 0});
+          if (phase == 1) {
+            for (int pass = 0; pass < 2; ++pass)
+              for (std::uint64_t m = 0; m < ways / 2; ++m)
+                for (std::uint64_t set = 1; set < 32; ++set)
+                  if (set % 4 != 0) step.push_back({0, set + sets * (50000 + m), kNoTrace, 0, m == 0 && set % 3 == 0});
+          } else {
+            step.insert(step.end(), tile.begin(), tile.end());
+            if (rng() % 30 == 0) std::swap(step[2 + rng() % tile.size()], step[2 + rng() % tile.size()]);
+          }
+          bool streak = false;
+          if (phase == 2) {
+            streak = true;
+            const std::uint64_t n = rng() % 20 == 0 ? lines + 2 * sets + rng() % lines : lines / 8 + rng() % (lines / 8);
+            // Rows of 32 lines in sets 32..63 (in the tile's sets, they would make it differ).
+            for (std::uint64_t k = 0; k < n; ++k) step.push_back({0, fresh + k / 32 * sets + 32 + k % 32, kNoTrace, 1, false});
+            fresh += (n / 32 + 1) * sets;
+          }
+          for (std::uint64_t k = 0, extra = 1 + rng() % (lines / (phase == 2 ? 32 : 8)); k < extra; ++k)
+            step.push_back({0, pool(), kNoTrace, 1, rng() % 4 == 0});
+          for (LineAccess& a : step) a.timestep = t, in.push_back(a);
+          ends.push_back(in.size());
+          streak_step.push_back(streak);
+        }
+        // The plain simulation, a batch behind the models.
+        std::vector<std::list<std::uint64_t>> ways_of(sets);  // newest first
+        std::list<std::uint64_t> recent;                      // the shadow, newest first
+        std::size_t simulated = 0;
+        const auto simulate_to = [&](std::size_t to) {
+          for (; simulated < to; ++simulated) {
+            const LineAccess& x = in[simulated];
+            const bool allocate = !x.write || c.write_allocate;
+            std::list<std::uint64_t>& s = ways_of[x.line % sets];
+            const auto it = std::find(s.begin(), s.end(), x.line);
+            if (it != s.end()) {
+              if (p == CachePolicy::lru) s.splice(s.begin(), s, it);
+            } else if (allocate) {
+              s.push_front(x.line);
+              if (s.size() > ways) s.pop_back();
+            }
+            const auto r = std::find(recent.begin(), recent.end(), x.line);
+            const bool held = r != recent.end();
+            if (held) recent.erase(r);
+            if (held || allocate) recent.push_front(x.line);
+            if (recent.size() > lines) recent.pop_back();
+          }
+        };
+        CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
+        const LineOwners owners;
+        CacheSnapshot snap;
+        std::vector<CacheAccess> out_fast, out_generic;
+        std::uint64_t pinned_before = 0;
+        cut_batches(in.size(), ends, 3000, rng, [&](std::size_t at, std::size_t to) {
+          const auto batch = std::span(in).subspan(at, to - at);
+          // Pinned hits in the batch before: the shadow most likely holds pins now.
+          const bool pinned = fast.pinned_hits() > pinned_before;
+          pinned_before = fast.pinned_hits();
+          if (rng() % 8 == 0) {
+            runs_pinned += pinned;
+            out_fast.clear(), out_generic.clear();
+            fast.run(batch, out_fast), generic.run(batch, out_generic);
+            REQUIRE(out_fast.size() == out_generic.size());
+            for (std::size_t i = 0; i < out_fast.size(); ++i) {
+              CHECK(out_fast[i].flags == out_generic[i].flags);
+              CHECK(out_fast[i].victim == out_generic[i].victim);
+            }
+          } else {
+            const std::size_t step = std::size_t(batch.front().timestep);
+            streak_pinned += pinned && streak_step[step];
+            fast.count(batch), generic.count(batch);
+          }
+          if (rng() % 5 == 0) {
+            snapshots_pinned += fast.pinned_hits() > pinned_before;
+            fast.snapshot(owners, snap);
+            simulate_to(to);
+            std::vector<std::uint64_t> expect_lines;
+            for (const std::list<std::uint64_t>& s : ways_of) {
+              expect_lines.insert(expect_lines.end(), s.begin(), s.end());
+              expect_lines.resize(expect_lines.size() + ways - s.size(), ~std::uint64_t(0));
+            }
+            CAPTURE(to);
+            CHECK(snap.lines == expect_lines);
+            CHECK(snap.shadow == std::vector<std::uint64_t>(recent.rbegin(), recent.rend()));
+          }
+        });
+        fast.finish(), generic.finish();
+        CAPTURE(policy_name(p));
+        CAPTURE(ways);
+        CAPTURE(write_mode);
+        const CacheReport x = fast.report(), y = generic.report();
+        for (std::size_t t = 0; t < 2; ++t) {
+          CAPTURE(t);
+          check_same(x.tensors[t], y.tensors[t]);
+        }
+        check_same(x.total, y.total);
+      }
+  // Each way out was taken with pins held (pinned hits in the batch just before).
+  MESSAGE("with pins held: " << snapshots_pinned << " snapshots, " << runs_pinned << " runs, " << streak_pinned
+                             << " batches with a streak");
+  CHECK(snapshots_pinned > 5);
+  CHECK(runs_pinned > 5);
+  CHECK(streak_pinned > 0);
+}
+
 TEST_CASE("cache: repeats are looked for again after a stretch that repeated nothing") {
   // 120 timesteps of 64 random lines, a batch each (nothing repeats: the records are
   // turned off for 63 batches), then a tile of 96 lines re-read for 200 timesteps: the
@@ -1127,7 +1268,7 @@ TEST_CASE("seen lines: lines at a stride, against a set") {
     CAPTURE(round);
     CHECK(seen.test_and_set_strided(first, stride, count) == fresh);
   }
-  for (std::uint64_t l : {0ull, 5ull, 65535ull, 65536ull, 299999ull}) CHECK(seen.test_and_set(l) == want.count(l) > 0);
+  for (std::uint64_t l : {0ull, 5ull, 65535ull, 65536ull, 299999ull}) CHECK(seen.test_and_set(l) == (want.count(l) > 0));
 }
 
 TEST_CASE("seen lines: rows of lines at a stride, against a set") {
