@@ -2166,6 +2166,25 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   }
 }
 
+void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
+  if (overflow_) return;
+  // (A tensor that does not move in `inner` touches the lines its recorded block did,
+  // which add() saw; its runs hold the others.)
+  for (std::int64_t i = 1; i <= blocks; ++i)
+    for (const auto& [first, r] : inner.runs_) {
+      if (delta_[r.tensor] == 0) continue;
+      const std::int64_t d = i * inner.delta_[r.tensor];
+      const std::uint64_t a = std::uint64_t(std::int64_t(first) + d), b = std::uint64_t(std::int64_t(r.last) + d);
+      if (touched_lines_->test_and_set_range(a, b) == 0) continue;
+      insert(a, b, r.key, r.tensor);
+      if (runs_.size() > max_runs_) {
+        overflow_ = true;
+        runs_.clear(), has_hint_ = false;
+        return;
+      }
+    }
+}
+
 void WarpBlock::insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
   // The first run after `first`: found near the run of the last line recorded when
   // `first` lies between it and the third run after it (a walk over the lines in

@@ -159,6 +159,10 @@ class WarpBlock {
 
   void reset(std::span<const std::int64_t> delta, std::size_t max_runs);
   void add(std::span<const LineAccess> batch, const CacheModel& model);
+  // The lines the `blocks` blocks after `inner` touched, as add() would have recorded
+  // them: `inner`'s runs shifted by its deltas 1 .. blocks times (a warp inside this
+  // block counted those blocks instead of simulating them).
+  void add_shifted(const WarpBlock& inner, std::int64_t blocks);
   bool overflow() const { return overflow_; }
   bool touched(std::uint64_t line) const;
   const Runs& runs() const { return runs_; }
