@@ -810,11 +810,7 @@ class StampShadow {
         if (engine.stamp(id(k)) < tail_) return false;
     // The new times' bits first: a line met twice clears the time its first meeting took.
     const std::uint64_t now = now_;
-    for (std::uint64_t t = now; t < now + n;) {
-      const std::uint64_t bit = t & 63, take = std::min<std::uint64_t>(64 - bit, now + n - t);
-      live_[(t & ring_mask_) >> 6] |= (take == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << take) - 1) << bit;
-      t += take;
-    }
+    set_live(now, now + n, true);
     std::size_t word = SIZE_MAX;
     std::uint64_t clear = 0;
     for (std::size_t k = 0; k < n; ++k) {
@@ -830,6 +826,39 @@ class StampShadow {
     if (word != SIZE_MAX) live_[word] &= ~clear;
     now_ = now + n;
     return true;
+  }
+  // hit_all() over the accesses k = 0, 1, ... while go(k) holds, at most `most`, each of
+  // a line known to be held (the caller's loop that finds how far the run goes is this
+  // one: one pass, not one to find the run and one to stamp it). How many; none, having
+  // changed nothing but the times' numbering, if the ring has no room for `most`.
+  template <class Engine, class Id, class Go>
+  [[gnu::always_inline]] std::optional<std::size_t> hit_while(Engine& engine, std::size_t most, Id id, Go go) {
+    const auto room = [&] { return now_ + most - tail_ < ring_mask_ - 64 && now_ + most < kLimit; };
+    if (!room()) compact(engine);
+    if (!room()) return std::nullopt;
+    const std::uint64_t now = now_;
+    std::size_t word = SIZE_MAX, k = 0;
+    std::uint64_t clear = 0;
+    again_.clear();
+    for (; k < most && go(k); ++k) {
+      std::uint32_t& stamp = engine.stamp(id(k));
+      if (stamp >= now) [[unlikely]] {  // a line met twice: its first meeting's time, not yet live
+        again_.push_back(stamp);
+      } else {
+        const std::uint64_t t = stamp & ring_mask_;
+        if ((t >> 6) != word) {
+          if (word != SIZE_MAX) live_[word] &= ~clear;
+          word = std::size_t(t >> 6), clear = 0;
+        }
+        clear |= std::uint64_t(1) << (t & 63);
+      }
+      stamp = std::uint32_t(now + k);
+    }
+    if (word != SIZE_MAX) live_[word] &= ~clear;
+    set_live(now, now + k, true);
+    for (const std::uint64_t t : again_) flip(live_, t);
+    now_ = now + k;
+    return k;
   }
   // Whether the times must be renumbered (compact()) before the next access: the ring
   // would reach the tail's word, or the stamps their limit.
@@ -911,6 +940,16 @@ class StampShadow {
   [[gnu::always_inline]] void flip(std::vector<std::uint64_t>& bits, std::uint64_t t) {
     bits[(t & ring_mask_) >> 6] ^= std::uint64_t(1) << (t & 63);
   }
+  // The live bits of times [from, to) set or cleared, a word at a time.
+  void set_live(std::uint64_t from, std::uint64_t to, bool live) {
+    for (std::uint64_t t = from; t < to;) {
+      const std::uint64_t bit = t & 63, take = std::min<std::uint64_t>(64 - bit, to - t);
+      const std::uint64_t mask = (take == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << take) - 1) << bit;
+      std::uint64_t& w = live_[(t & ring_mask_) >> 6];
+      w = live ? w | mask : w & ~mask;
+      t += take;
+    }
+  }
   [[gnu::always_inline]] std::uint32_t next() {
     const std::uint64_t t = now_++;
     flip(live_, t);
@@ -951,6 +990,7 @@ class StampShadow {
   std::vector<std::uint32_t> entry_;       // per time whose line is aside: its entry there
   std::vector<std::uint32_t> rank_;        // compact()'s: per word, the live times before it
   mutable std::vector<std::uint64_t> by_time_;  // lines()'s
+  std::vector<std::uint64_t> again_;            // hit_while()'s: times of lines met twice
   std::uint64_t ring_mask_ = 0, tail_ = 1, now_ = 1;
   LineMap<std::uint32_t> aside_;  // line -> its last use
 };
@@ -1603,7 +1643,41 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       }
       R.counted += j - i;
     };
+    // On the engine's stamps, where every repeat is a hit of a line the shadow holds (no
+    // set repeats its misses; the two timesteps have fewer lines than it): a run of
+    // repeats is found, stamped and counted in one pass (hit_while), not four.
+    [[maybe_unused]] const bool one_pass = missing_sets == 0 && all_held;
     for (std::size_t i = 0; i < n;) {
+      if constexpr (Stamps && kStamped<Engine>)
+        if (one_pass) {
+          std::uint32_t run_key = ~std::uint32_t(0);
+          std::size_t from = i;
+          std::uint64_t throughs = 0;
+          const auto add = [&](std::size_t to) {  // the stretch of one key from..to - 1
+            if (to == from) return;
+            CacheTally& c = keys[run_key];
+            c.accesses += to - from, c.hits += to - from, c.write_throughs += throughs;
+            throughs = 0, from = to;
+          };
+          const auto go = [&](std::size_t k) {
+            const std::size_t x = i + k;
+            if (R.differs[engine.set_of_line(p[x].line)] == gen) return false;
+            const std::uint32_t key = R.records[x].key;
+            if ((key >> 1) != run_key) add(x), run_key = key >> 1;
+            throughs += (key & 1) && wt;
+            return true;
+          };
+          const auto id = [&](std::size_t k) { return R.records[i + k].id; };
+          if (const std::optional<std::size_t> k = stamps.hit_while(engine, n - i, id, go)) {
+            const std::size_t j = i + *k;
+            add(j);
+            engine_hits += *k, R.counted += *k;
+            if (j == n) break;
+            simulate_at(j);
+            i = j + 1;
+            continue;
+          }
+        }
       // The repeats up to the next access that is not one: hits in the ways recorded,
       // whose records stand.
       std::size_t j = i;
