@@ -72,6 +72,34 @@ void check_same(const CacheCounts& a, const CacheCounts& b) {
   CHECK(a.write_throughs == b.write_throughs);
 }
 
+// `c` with the three Cs and write mode 0 (write-back, allocate), 1 (write-through) or 2
+// (write-back, no allocation on a write miss).
+CacheConfig with_three_cs(CacheConfig c, int write_mode) {
+  c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = true;
+  return c;
+}
+
+// One batch run() through two models: each access's outcome and victim the same.
+void run_both(CacheModel& a, CacheModel& b, std::span<const LineAccess> batch) {
+  std::vector<CacheAccess> out_a, out_b;
+  a.run(batch, out_a), b.run(batch, out_b);
+  REQUIRE(out_a.size() == out_b.size());
+  for (std::size_t i = 0; i < out_a.size(); ++i) {
+    CHECK(out_a[i].flags == out_b[i].flags);
+    CHECK(out_a[i].victim == out_b[i].victim);
+  }
+}
+
+// Every count of two reports, per tensor and in total.
+void check_reports(const CacheReport& x, const CacheReport& y) {
+  REQUIRE(x.tensors.size() == y.tensors.size());
+  for (std::size_t t = 0; t < x.tensors.size(); ++t) {
+    CAPTURE(t);
+    check_same(x.tensors[t], y.tensors[t]);
+  }
+  check_same(x.total, y.total);
+}
+
 // Which lines hit, as a string of h / m.
 std::string outcomes(CacheConfig c, const std::vector<LineAccess>& in, CacheReport* report = nullptr) {
   CacheModel m(c, 1, 0);
@@ -615,8 +643,7 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
     for (std::uint64_t ways : {2u, 4u, 8u, 16u})
       for (int write_mode = 0; write_mode < 3; ++write_mode) {
         const std::uint64_t sets = 64, lines = sets * ways;
-        CacheConfig c = shape(lines * 64, ways, 64, p);
-        c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = true;
+        const CacheConfig c = with_three_cs(shape(lines * 64, ways, 64, p), write_mode);
         std::vector<LineAccess> in, tile;
         std::vector<std::size_t> ends;
         // 2N lines in sets 32..63 (in the tile's sets, they would make it differ from
@@ -657,11 +684,7 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
         CAPTURE(ways);
         CAPTURE(write_mode);
         const CacheReport x = fast.report(), y = generic.report();
-        for (std::size_t t = 0; t < 2; ++t) {
-          CAPTURE(t);
-          check_same(x.tensors[t], y.tensors[t]);
-        }
-        check_same(x.total, y.total);
+        check_reports(x, y);
         // (Where the tile's sets seldom come back as they were, the replays, and the pins
         // with them, are turned off for a while: fewer pins at 2 and 4 ways, or where
         // writes do not allocate.)
@@ -694,8 +717,7 @@ TEST_CASE("cache: the pins are released by whatever else reads or moves the shad
     for (std::uint64_t ways : {8u, 16u})
       for (int write_mode = 0; write_mode < 3; ++write_mode) {
         const std::uint64_t sets = 64, lines = sets * ways;
-        CacheConfig c = shape(lines * 64, ways, 64, p);
-        c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = true;
+        const CacheConfig c = with_three_cs(shape(lines * 64, ways, 64, p), write_mode);
         std::vector<LineAccess> in, tile;
         std::vector<std::size_t> ends;
         std::vector<char> streak_step;  // per timestep: a streak came after the tile
@@ -761,7 +783,6 @@ TEST_CASE("cache: the pins are released by whatever else reads or moves the shad
         CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
         const LineOwners owners;
         CacheSnapshot snap;
-        std::vector<CacheAccess> out_fast, out_generic;
         std::uint64_t pinned_before = 0;
         cut_batches(in.size(), ends, 3000, rng, [&](std::size_t at, std::size_t to) {
           const auto batch = std::span(in).subspan(at, to - at);
@@ -770,13 +791,7 @@ TEST_CASE("cache: the pins are released by whatever else reads or moves the shad
           pinned_before = fast.pinned_hits();
           if (rng() % 8 == 0) {
             runs_pinned += pinned;
-            out_fast.clear(), out_generic.clear();
-            fast.run(batch, out_fast), generic.run(batch, out_generic);
-            REQUIRE(out_fast.size() == out_generic.size());
-            for (std::size_t i = 0; i < out_fast.size(); ++i) {
-              CHECK(out_fast[i].flags == out_generic[i].flags);
-              CHECK(out_fast[i].victim == out_generic[i].victim);
-            }
+            run_both(fast, generic, batch);
           } else {
             const std::size_t step = std::size_t(batch.front().timestep);
             streak_pinned += pinned && streak_step[step];
@@ -801,11 +816,7 @@ TEST_CASE("cache: the pins are released by whatever else reads or moves the shad
         CAPTURE(ways);
         CAPTURE(write_mode);
         const CacheReport x = fast.report(), y = generic.report();
-        for (std::size_t t = 0; t < 2; ++t) {
-          CAPTURE(t);
-          check_same(x.tensors[t], y.tensors[t]);
-        }
-        check_same(x.total, y.total);
+        check_reports(x, y);
       }
   // Each way out was taken with pins held (pinned hits in the batch just before).
   MESSAGE("with pins held: " << snapshots_pinned << " snapshots, " << runs_pinned << " runs, " << streak_pinned
@@ -1072,18 +1083,11 @@ TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the pl
     CacheModel fast(c, 3, 2), plain(c, 3, 2, CacheEngine::generic);
     const LineOwners owners;
     CacheSnapshot snap;
-    std::vector<CacheAccess> out_fast, out_plain;
     for (std::size_t at = 0; at < in.size();) {
       const std::size_t k = std::min<std::size_t>(in.size() - at, 1 + rng() % 700);
       const auto batch = std::span(in).subspan(at, k);
       if (rng() % 8 == 0) {  // each access's outcome: the lines held back are settled first
-        out_fast.clear(), out_plain.clear();
-        fast.run(batch, out_fast), plain.run(batch, out_plain);
-        REQUIRE(out_fast.size() == out_plain.size());
-        for (std::size_t i = 0; i < out_fast.size(); ++i) {
-          CHECK(out_fast[i].flags == out_plain[i].flags);
-          CHECK(out_fast[i].victim == out_plain[i].victim);
-        }
+        run_both(fast, plain, batch);
       } else {
         fast.count(batch), plain.count(batch);
       }

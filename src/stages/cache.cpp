@@ -802,30 +802,13 @@ class StampShadow {
   // `held`: they are known to be held (none is checked).
   template <class Engine, class Id>
   bool hit_all(Engine& engine, std::size_t n, Id id, bool held = false) {
-    const auto room = [&] { return now_ + n - tail_ < ring_mask_ - 64 && now_ + n < kLimit; };
-    if (!room()) compact(engine);
-    if (!room()) return false;
-    if (!held)
+    if (!held) {  // (after any renumbering: it moves the tail)
+      if (!room(n)) compact(engine);
+      if (!room(n)) return false;
       for (std::size_t k = 0; k < n; ++k)
         if (engine.stamp(id(k)) < tail_) return false;
-    // The new times' bits first: a line met twice clears the time its first meeting took.
-    const std::uint64_t now = now_;
-    set_live(now, now + n, true);
-    std::size_t word = SIZE_MAX;
-    std::uint64_t clear = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      std::uint32_t& stamp = engine.stamp(id(k));
-      const std::uint64_t t = stamp & ring_mask_;
-      if ((t >> 6) != word) {
-        if (word != SIZE_MAX) live_[word] &= ~clear;
-        word = std::size_t(t >> 6), clear = 0;
-      }
-      clear |= std::uint64_t(1) << (t & 63);
-      stamp = std::uint32_t(now + k);
     }
-    if (word != SIZE_MAX) live_[word] &= ~clear;
-    now_ = now + n;
-    return true;
+    return hit_while(engine, n, id, [](std::size_t) { return true; }).has_value();
   }
   // hit_all() over the accesses k = 0, 1, ... while go(k) holds, at most `most`, each of
   // a line known to be held (the caller's loop that finds how far the run goes is this
@@ -833,9 +816,10 @@ class StampShadow {
   // changed nothing but the times' numbering, if the ring has no room for `most`.
   template <class Engine, class Id, class Go>
   [[gnu::always_inline]] std::optional<std::size_t> hit_while(Engine& engine, std::size_t most, Id id, Go go) {
-    const auto room = [&] { return now_ + most - tail_ < ring_mask_ - 64 && now_ + most < kLimit; };
-    if (!room()) compact(engine);
-    if (!room()) return std::nullopt;
+    if (!room(most)) compact(engine);
+    if (!room(most)) return std::nullopt;
+    // The new times' bits after the old ones' are cleared; a line met twice clears the
+    // time its first meeting took once that is live.
     const std::uint64_t now = now_;
     std::size_t word = SIZE_MAX, k = 0;
     std::uint64_t clear = 0;
@@ -860,6 +844,8 @@ class StampShadow {
     now_ = now + k;
     return k;
   }
+  // Whether the ring has room for n more times (else compact() first).
+  bool room(std::size_t n) const { return now_ + n - tail_ < ring_mask_ - 64 && now_ + n < kLimit; }
   // Whether the times must be renumbered (compact()) before the next access: the ring
   // would reach the tail's word, or the stamps their limit.
   bool full() const { return now_ - tail_ >= ring_mask_ - 64 || now_ >= kLimit; }
