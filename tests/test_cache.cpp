@@ -826,6 +826,41 @@ TEST_CASE("cache: the pins are released by whatever else reads or moves the shad
   CHECK(streak_pinned > 0);
 }
 
+TEST_CASE("cache: a timestep longer than the records may grow is simulated unrecorded, and repeats resume after it") {
+  // A tile of 300 lines read at every timestep, and at three timesteps 70,000 more lines
+  // (more than 2^16 and 4N: the fill of a whole tile at one timestep, as --source
+  // transfers gives it), cut into batches anywhere: every count the generic engine's,
+  // with and without the three Cs, and the tile's timesteps after the long ones repeat.
+  std::mt19937_64 rng(17);
+  for (const bool three_cs : {false, true}) {
+    CacheConfig c = shape(64 * 8 * 64, 8, 64);
+    c.three_cs = three_cs;
+    std::vector<LineAccess> in;
+    std::vector<std::size_t> ends;
+    std::size_t after_long = 0;  // where the last long timestep ends
+    for (std::int64_t t = 0; t < 160; ++t) {
+      for (std::uint64_t k = 0; k < 300; ++k) in.push_back({t, 5000 + k * 3, kNoTrace, 0, k % 7 == 0});
+      if (t == 40 || t == 41 || t == 100) {
+        for (std::uint64_t k = 0; k < 70000; ++k) in.push_back({t, 100000 + rng() % 200000, kNoTrace, 1, rng() % 3 == 0});
+        after_long = in.size();
+      }
+      ends.push_back(in.size());
+    }
+    CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
+    std::uint64_t repeats_before = 0;
+    cut_batches(in.size(), ends, 9000, rng, [&](std::size_t at, std::size_t to) {
+      if (at < after_long && to >= after_long) repeats_before = fast.repeats();
+      fast.count(std::span(in).subspan(at, to - at));
+    });
+    std::vector<CacheAccess> out;
+    generic.run(in, out);
+    fast.finish(), generic.finish();
+    CAPTURE(three_cs);
+    check_reports(fast.report(), generic.report());
+    CHECK(fast.repeats() - repeats_before > 300 * 40);
+  }
+}
+
 TEST_CASE("cache: repeats are looked for again after a stretch that repeated nothing") {
   // 120 timesteps of 64 random lines, a batch each (nothing repeats: the records are
   // turned off for 63 batches), then a tile of 96 lines re-read for 200 timesteps: the

@@ -1162,6 +1162,7 @@ struct CacheModel::Impl {
     std::vector<Evicted> evicted;  // beside records, at the misses'
     std::size_t at = 0;           // the current timestep's accesses so far
     std::size_t size = 0;         // the previous timestep's (0: none that may be repeated)
+    std::size_t longest = 0;      // the most accesses of a timestep recorded
     bool forgotten = false;       // the current timestep's records may not be repeated
     std::int64_t timestep = INT64_MIN;
     std::vector<std::uint32_t> differs;  // per set: `gen` if its accesses differ from the previous timestep's
@@ -1208,7 +1209,8 @@ struct CacheModel::Impl {
     bool pins_bounded(std::uint64_t pinned, std::size_t end, std::uint64_t lines) const {
       return pinned + (size - pins_below(size)) + (end - pins_below(end)) <= lines;
     }
-    void init(std::uint64_t sets, std::size_t bytes) {
+    void init(std::uint64_t sets, std::size_t bytes, std::uint64_t lines) {
+      longest = std::max<std::size_t>(std::size_t(1) << 16, 4 * lines);
       on = true, differs.assign(sets, 0), missed.assign(sets, 0);
       kept_at.assign(sets, ~std::uint64_t(0)), unchanged_at.assign(sets, ~std::uint64_t(0));
       block_bytes = bytes, kept.assign(sets * bytes, 0);
@@ -1517,6 +1519,21 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     while (q != end && q->timestep == p->timestep) ++q;
     const std::size_t n = std::size_t(q - p);
     if (n >= Replays::kShortest) long_steps += n;
+    // A timestep longer than the records may grow (a tile's fill, millions of requests
+    // at one timestep of --source transfers): simulated unrecorded, and nothing of it
+    // repeated, so memory follows the cache's lines, not a timestep's.
+    if (R.at + n > R.longest) {
+      if constexpr (own_shadow) release_pins();
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t id;
+        const bool hit = access<false, Stamps, Unclassified>(engine, p[i], nullptr, id, w);
+        if constexpr (Unclassified) tally(key(p[i].trace, p[i].tensor), p[i].tensor, hit, p[i].write && wt);
+        engine_hits += hit;
+      }
+      R.forget();
+      R.at += n, p = q;
+      continue;
+    }
     // A timestep's first accesses here (all of it, or the first part, the rest to come in
     // the next call) against the previous timestep's. A set whose accesses in the
     // previous timestep all lie within the part compared repeats here, and stays as it
@@ -1780,7 +1797,8 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
     m.shadow.init(config.lines());
     if (in_ways) m.stamps.init(config.lines());
   }
-  if (in_ways) m.replays.init(config.sets(), m.kind == Kind::small_plru ? PlruSets::kBlockBytes : SmallSets<CachePolicy::lru>::kBlockBytes);
+  if (in_ways) m.replays.init(config.sets(), m.kind == Kind::small_plru ? PlruSets::kBlockBytes : SmallSets<CachePolicy::lru>::kBlockBytes,
+                               config.lines());
 }
 
 void CacheModel::Impl::pin_shadow(const LineAccess* p, std::size_t n) {
