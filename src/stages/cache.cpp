@@ -2248,9 +2248,12 @@ void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
   if (overflow_) return;
   // (A tensor that does not move in `inner` touches the lines its recorded block did,
   // which add() saw; its runs hold the others.)
+  // (Its runs that move here copied out of the map once, not walked once a block.)
+  std::vector<std::pair<std::uint64_t, FirstRun>> runs;
+  for (const auto& [first, r] : inner.runs_)
+    if (delta_[r.tensor] != 0) runs.emplace_back(first, r);
   for (std::int64_t i = 1; i <= blocks; ++i)
-    for (const auto& [first, r] : inner.runs_) {
-      if (delta_[r.tensor] == 0) continue;
+    for (const auto& [first, r] : runs) {
       const std::int64_t d = i * inner.delta_[r.tensor];
       const std::uint64_t a = std::uint64_t(std::int64_t(first) + d), b = std::uint64_t(std::int64_t(r.last) + d);
       if (touched_lines_->test_and_set_range(a, b) == 0) continue;
@@ -2395,13 +2398,23 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
   const std::uint64_t n = std::uint64_t(blocks);
   std::vector<std::uint64_t> cold(m.keys.size(), 0);
   // Block by block, each run of first touches shifted: its lines not seen before are cold.
-  if (m.config.three_cs)
-    for (std::int64_t i = 1; i <= blocks; ++i)
-      for (const auto& [first, r] : block.runs()) {
-        const std::int64_t d = i * delta[r.tensor];
-        cold[r.key] += m.seen.test_and_set_range(std::uint64_t(std::int64_t(first) + d),
-                                                 std::uint64_t(std::int64_t(r.last) + d));
-      }
+  // (The runs copied out of the map once: walking 2^19 of its nodes once a block, as
+  // DeepSeek-V3's softmax blocks have, was most of its warps' cost.)
+  struct Run {
+    std::uint64_t first, last;
+    std::uint32_t key, tensor;
+  };
+  std::vector<Run> runs;
+  if (m.config.three_cs) {
+    runs.reserve(block.runs().size());
+    for (const auto& [first, r] : block.runs()) runs.push_back({first, r.last, r.key, r.tensor});
+  }
+  for (std::int64_t i = 1; i <= blocks && !runs.empty(); ++i)
+    for (const Run& r : runs) {
+      const std::int64_t d = i * delta[r.tensor];
+      cold[r.key] += m.seen.test_and_set_range(std::uint64_t(std::int64_t(r.first) + d),
+                                               std::uint64_t(std::int64_t(r.last) + d));
+    }
   for (std::size_t k = 0; k < m.keys.size(); ++k) {
     const CacheTally &x = a.tallies[k], &y = b.tallies[k];
     CacheTally& t = m.keys[k];
