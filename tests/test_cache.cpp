@@ -1177,9 +1177,9 @@ CacheConfig random_warp_cache(std::mt19937_64& rng, unsigned smallest) {
 // 120 random caches over `source` of `s`, a third of them over a --from/--to window,
 // each run warped and plainly: every figure must be the plain one. Returns the warps.
 std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, std::uint64_t seed,
-                                  unsigned smallest_line) {
+                                  unsigned smallest_line, std::uint64_t* phases = nullptr) {
   std::mt19937_64 rng(seed);
-  std::uint64_t warps = 0;
+  std::uint64_t warps = 0, phase_warps = 0;
   for (int round = 0; round < 120; ++round) {
     const CacheConfig c = random_warp_cache(rng, smallest_line);
     TraceOptions o;
@@ -1200,8 +1200,10 @@ std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, 
     if (b.warp) {
       CHECK(b.warp->simulated + b.warp->skipped == b.caches[0].total.accesses);
       warps += b.warp->warps;
+      phase_warps += b.warp->phase_warps;
     }
   }
+  if (phases) *phases = phase_warps;
   return warps;
 }
 
@@ -1209,7 +1211,9 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
   // Warps are taken only after comparing states; whatever they skip, every figure must
   // be the one access-by-access simulation gives.
   const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
-  CHECK(warps_against_plain(s, "trace", 2026, 0) > 10);  // it must exercise warps, not only plain simulation
+  std::uint64_t phases = 0;
+  CHECK(warps_against_plain(s, "trace", 2026, 0, &phases) > 10);  // it must exercise warps, not only plain simulation
+  CHECK(phases > 10);  // ... and warps at a phase into a block
 }
 
 // The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory

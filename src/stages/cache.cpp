@@ -152,6 +152,15 @@ class Ordered {
       out.lines[k] = line_[std::size_t(s)], out.dirty[k] = dirty_[std::size_t(s)], out.owner[k] = owner_[std::size_t(s)];
     }
   }
+  // Holds the lines of `s` (a snapshot of it), each moved to by(l, its owner), in their
+  // order.
+  template <class Shift>
+  void restore(const CacheSnapshot& s, Shift&& by) {
+    index_.init(n_);
+    used_ = 0, head_ = tail_ = -1;
+    for (std::size_t k = s.lines.size(); k-- > 0;)
+      if (s.lines[k] != kNoLine) fill(by(s.lines[k], s.owner[k]), s.dirty[k] != 0, s.owner[k]);
+  }
   // Every line l moved to by(l, its owner); the order is kept.
   template <class Shift>
   void shift(Shift&& by) {
@@ -494,6 +503,20 @@ class SmallSets : public KeyedSets<AgeMeta> {
   void put(std::uint64_t line, bool dirty, std::uint32_t tensor) {
     set_ = set_of(line);
     fill(line, dirty, tensor);
+  }
+  // Holds the lines of `s` (a snapshot of it), each moved to by(l, its owner) in its
+  // set, at its place; stamps are left to the shadow (shadow_assign).
+  template <class Shift>
+  void restore(const CacheSnapshot& s, Shift&& by) {
+    for (std::size_t set = 0; set < sets_; ++set) {
+      AgeMeta& m = meta_[set];
+      for (std::size_t w = 0; w < ways_; ++w)
+        tag_[set * ways_ + w] = kNoLine, m.age[w] = kEmpty, m.dirty[w] = 0, m.key[w] = kEmptyKey;
+      for (std::size_t k = ways_; k-- > 0;) {  // oldest first: each fill is the newest
+        const std::size_t i = set * ways_ + k;
+        if (s.lines[i] != kNoLine) put(by(s.lines[i], s.owner[i]), s.dirty[i] != 0, s.owner[i]);
+      }
+    }
   }
   // Every line l moved to by(l, its owner), in its set: it stays in its way, at its age.
   template <class Shift>
@@ -1308,6 +1331,12 @@ struct CacheModel::Impl {
   // (after the engine's lines were shifted).
   void shadow_lines(std::vector<std::uint64_t>& out) const;
   void shadow_assign(const std::vector<std::uint64_t>& lines);
+  // Warps (fast_forward, fast_forward_phase).
+  void add_repeats(const CacheSnapshot& a, const CacheSnapshot& b, std::uint64_t n,
+                   const std::pair<const CacheSnapshot*, const CacheSnapshot*>* tail, const WarpBlock& record,
+                   std::int64_t marks);
+  void shift_state(const CacheSnapshot* from, const std::vector<std::uint64_t>& shadow,
+                   const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block, std::int64_t blocks);
   // The shadow's pins (Replays) taken at the start of the current timestep, or released
   // where the current timestep is at its place R.at (before anything else reads or moves
   // the shadow, or the records are forgotten).
@@ -2329,14 +2358,29 @@ bool WarpBlock::touched_flat(std::uint64_t line) const {
   return next != flat_.begin() && std::prev(next)->second >= line;
 }
 
-bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks) {
+bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
   stay_.clear(), stay_shadow_.clear();
   if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size() || overflow_) return false;
+  if (also && (also->overflow_ || also->delta_ != delta_)) return false;
   flat_.clear();
   for (const auto& [first, r] : runs_) flat_.emplace_back(first, r.last);
-  const auto touched = [&](std::uint64_t line) { return touched_flat(line); };
   // The lines that move with the blocks, per tensor: those touched and those shifted along.
   std::vector<std::uint64_t> low = low_, high = high_;
+  if (also) {
+    // Both blocks' runs, in order, overlapping runs made one.
+    const std::size_t mine = flat_.size();
+    for (const auto& [first, r] : also->runs_) flat_.emplace_back(first, r.last);
+    std::inplace_merge(flat_.begin(), flat_.begin() + std::ptrdiff_t(mine), flat_.end());
+    std::size_t n = 0;
+    for (const auto& r : flat_) {
+      if (n > 0 && r.first <= flat_[n - 1].second + 1) flat_[n - 1].second = std::max(flat_[n - 1].second, r.second);
+      else flat_[n++] = r;
+    }
+    flat_.resize(n);
+    for (std::size_t t = 0; t < low.size(); ++t)
+      low[t] = std::min(low[t], also->low_[t]), high[t] = std::max(high[t], also->high_[t]);
+  }
+  const auto touched = [&](std::uint64_t line) { return touched_flat(line); };
   struct Stay {
     std::uint64_t line;
     std::uint32_t owner;
@@ -2389,14 +2433,15 @@ bool WarpBlock::stays(std::uint64_t line, bool shadow) const {
   return std::binary_search(v.begin(), v.end(), line);
 }
 
-void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, const WarpBlock& block,
-                              std::int64_t blocks) {
-  Impl& m = *impl_;
-  m.settle(), m.streak = {};  // the lines it held move
-  m.forget_replays();
-  const std::span<const std::int64_t> delta = block.delta();
-  const std::uint64_t n = std::uint64_t(blocks);
-  std::vector<std::uint64_t> cold(m.keys.size(), 0);
+// The counts of `blocks` blocks like a -> b, and (if tail) of tail.first -> tail.second
+// once, are added: each key's shadow misses are those of the blocks it repeats, of
+// which the lines `record` first touched, shifted 1 .. marks times, that were never
+// seen before are cold.
+void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& b, std::uint64_t n,
+                                   const std::pair<const CacheSnapshot*, const CacheSnapshot*>* tail,
+                                   const WarpBlock& record, std::int64_t marks) {
+  const std::span<const std::int64_t> delta = record.delta();
+  std::vector<std::uint64_t> cold(keys.size(), 0);
   // Block by block, each run of first touches shifted: its lines not seen before are cold.
   // (The runs copied out of the map once: walking 2^19 of its nodes once a block, as
   // DeepSeek-V3's softmax blocks have, was most of its warps' cost.)
@@ -2405,46 +2450,90 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
     std::uint32_t key, tensor;
   };
   std::vector<Run> runs;
-  if (m.config.three_cs) {
-    runs.reserve(block.runs().size());
-    for (const auto& [first, r] : block.runs()) runs.push_back({first, r.last, r.key, r.tensor});
+  if (config.three_cs) {
+    runs.reserve(record.runs().size());
+    for (const auto& [first, r] : record.runs()) runs.push_back({first, r.last, r.key, r.tensor});
   }
-  for (std::int64_t i = 1; i <= blocks && !runs.empty(); ++i)
+  for (std::int64_t i = 1; i <= marks && !runs.empty(); ++i)
     for (const Run& r : runs) {
       const std::int64_t d = i * delta[r.tensor];
-      cold[r.key] += m.seen.test_and_set_range(std::uint64_t(std::int64_t(r.first) + d),
-                                               std::uint64_t(std::int64_t(r.last) + d));
+      cold[r.key] += seen.test_and_set_range(std::uint64_t(std::int64_t(r.first) + d),
+                                             std::uint64_t(std::int64_t(r.last) + d));
     }
-  for (std::size_t k = 0; k < m.keys.size(); ++k) {
-    const CacheTally &x = a.tallies[k], &y = b.tallies[k];
-    CacheTally& t = m.keys[k];
-    t.accesses += n * (y.accesses - x.accesses), t.hits += n * (y.hits - x.hits);
-    t.write_throughs += n * (y.write_throughs - x.write_throughs);
+  // n x (y - x), plus the tail's.
+  const auto more = [&](auto field) {
+    std::uint64_t v = n * (field(b) - field(a));
+    if (tail) v += field(*tail->second) - field(*tail->first);
+    return v;
+  };
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    CacheTally& t = keys[k];
+    t.accesses += more([&](const CacheSnapshot& s) { return s.tallies[k].accesses; });
+    t.hits += more([&](const CacheSnapshot& s) { return s.tallies[k].hits; });
+    t.write_throughs += more([&](const CacheSnapshot& s) { return s.tallies[k].write_throughs; });
     // Each block misses the shadow as often as the one it repeats; the cold ones of
     // those are the lines no block touched before.
-    const std::uint64_t shadow_misses = (y.cold - x.cold) + (y.capacity - x.capacity);
-    if (cold[k] > n * shadow_misses) throw std::logic_error("cache warp: more cold misses than shadow misses");
-    t.cold += cold[k], t.capacity += n * shadow_misses - cold[k];
+    const std::uint64_t shadow_misses =
+        more([&](const CacheSnapshot& s) { return s.tallies[k].cold + s.tallies[k].capacity; });
+    if (cold[k] > shadow_misses) throw std::logic_error("cache warp: more cold misses than shadow misses");
+    t.cold += cold[k], t.capacity += shadow_misses - cold[k];
   }
-  for (std::size_t t = 0; t < m.writebacks.size(); ++t) m.writebacks[t] += n * (b.writebacks[t] - a.writebacks[t]);
-  // The lines that move with the blocks move on; those matches() left in place stay.
-  const auto shift = [&](std::uint64_t line, std::uint32_t owner, bool shadow) {
-    if (owner >= delta.size() || delta[owner] == 0 || block.stays(line, shadow)) return line;
+  for (std::size_t t = 0; t < writebacks.size(); ++t)
+    writebacks[t] += more([&](const CacheSnapshot& s) { return s.writebacks[t]; });
+}
+
+// The engine holds `from`'s lines (or, without `from`, its own) and the shadow `shadow`'s,
+// each line that moves with the blocks (not one `block` left in place) shifted `blocks` times.
+void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<std::uint64_t>& shadow,
+                                   const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block,
+                                   std::int64_t blocks) {
+  const std::span<const std::int64_t> delta = block.delta();
+  const auto shift = [&](std::uint64_t line, std::uint32_t owner, bool in_shadow) {
+    if (owner >= delta.size() || delta[owner] == 0 || block.stays(line, in_shadow)) return line;
     return std::uint64_t(std::int64_t(line) + blocks * delta[owner]);
   };
   const auto by = [&](std::uint64_t line, std::uint32_t owner) { return shift(line, owner, false); };
-  using Kind = Impl::Kind;
-  switch (m.kind) {
-    case Kind::ordered: m.ordered.shift(by); break;
-    case Kind::small_lru: m.small_lru.shift(by); break;
-    case Kind::small_fifo: m.small_fifo.shift(by); break;
+  const auto move = [&](auto& engine) {
+    if (from) engine.restore(*from, by);
+    else engine.shift(by);
+  };
+  switch (kind) {
+    case Kind::ordered: move(ordered); break;
+    case Kind::small_lru: move(small_lru); break;
+    case Kind::small_fifo: move(small_fifo); break;
     default: throw std::logic_error("CacheModel::fast_forward: the engine cannot warp");
   }
-  if (m.config.three_cs) {
-    std::vector<std::uint64_t> lines = b.shadow;
-    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], b.shadow_owner[i], true);
-    m.shadow_assign(lines);
+  if (config.three_cs) {
+    std::vector<std::uint64_t> lines = shadow;
+    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], shadow_owner[i], true);
+    shadow_assign(lines);
   }
+}
+
+void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, const WarpBlock& block,
+                              std::int64_t blocks) {
+  Impl& m = *impl_;
+  m.settle(), m.streak = {};  // the lines it held move
+  m.forget_replays();
+  m.add_repeats(a, b, std::uint64_t(blocks), nullptr, block, blocks);
+  // The lines that move with the blocks move on; those matches() left in place stay.
+  m.shift_state(nullptr, b.shadow, b.shadow_owner, block, blocks);
+}
+
+void CacheModel::fast_forward_phase(const CacheSnapshot& start, const CacheSnapshot& earlier,
+                                    const CacheSnapshot& later, const WarpBlock& window,
+                                    const WarpBlock& previous, std::int64_t blocks) {
+  Impl& m = *impl_;
+  m.settle(), m.streak = {};
+  m.forget_replays();
+  // The rest of block b is block b - 1's from `earlier` on; blocks - 1 blocks more are
+  // the window's. Block b's lines are block b - 1's shifted once (those of its part
+  // simulated are seen already), the next blocks' twice and on.
+  const std::pair<const CacheSnapshot*, const CacheSnapshot*> rest{&earlier, &start};
+  m.add_repeats(earlier, later, std::uint64_t(blocks - 1), &rest, previous, blocks);
+  // From block b's start, renamed `blocks` times: the window's renaming (what it left in
+  // place stays).
+  m.shift_state(&start, start.shadow, start.shadow_owner, window, blocks);
 }
 
 }  // namespace looptrace

@@ -1,6 +1,7 @@
 #include "stages/cache_warp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <deque>
 #include <map>
@@ -214,10 +215,17 @@ class WarpWorth {
     const auto k = seen_.find(loop);
     return k == seen_.end() || pays(blocks, k->second);
   }
+  // Whether comparing states at kPhases times into each block may pay: its blocks (the
+  // last one seen) are each worth kPhaseWorth comparisons.
+  bool phases_pay(const WarpLoop* loop) const {
+    const auto k = seen_.find(loop);
+    return k == seen_.end() || pays(1, k->second / kPhaseWorth);
+  }
   void saw(const WarpLoop* loop, std::uint64_t per_block) { seen_[loop] = per_block; }
 
  private:
   static constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
+  static constexpr std::uint64_t kPhaseWorth = 8;
   std::uint64_t compare_;
   std::map<const WarpLoop*, std::uint64_t> seen_;
 };
@@ -229,6 +237,27 @@ std::uint64_t accesses_between(const CacheSnapshot& before, const CacheSnapshot&
 }
 
 constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
+
+// The times into a block [t0, t0 + length) at which its state is compared with the block
+// before's at the same time: 1/8, 1/4 and 1/2 of the way, each moved on to the end of
+// any span inside the block that holds it (a span is warped whole or not at all); -1
+// where that leaves the block, or repeats the time before.
+constexpr std::size_t kPhases = 3;
+std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>& spans, std::int64_t t0,
+                                              std::int64_t length) {
+  std::array<std::int64_t, kPhases> at{};
+  std::int64_t last = 0;
+  for (std::size_t k = 0; k < kPhases; ++k) {
+    std::int64_t t = t0 + (length >> (kPhases - k));
+    auto it = std::lower_bound(spans.begin(), spans.end(), t0,
+                               [](const WarpPlan::Span& sp, std::int64_t x) { return sp.begin < x; });
+    for (; it != spans.end() && it->begin < t; ++it)
+      if (it->end > t && it->end <= t0 + length) t = it->end;
+    at[k] = t <= t0 || t >= t0 + length || t - t0 == last ? -1 : t - t0;
+    if (at[k] > 0) last = at[k];
+  }
+  return at;
+}
 
 }  // namespace
 
@@ -245,8 +274,13 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   // Per depth of the warps in progress (a span inside a block of a span being tried):
   // its block and the states around it.
   struct Level {
-    WarpBlock first;
+    WarpBlock first, previous;  // the block being simulated, the one before it
     CacheSnapshot before, after;
+    // Per phase: the state at that time into the block before (if its time is the same
+    // into this one), and the state now.
+    std::array<CacheSnapshot, kPhases> phase_state;
+    std::array<std::int64_t, kPhases> phase_time{};
+    CacheSnapshot state;
   };
   std::deque<Level> levels;
   // The blocks being recorded, outer first: every access simulated goes to all of them.
@@ -269,8 +303,12 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   // context tiles matches only at its fifth block, while the sets that only the keys
   // use drop the lines of the head before it, and inside each block the spans of 16
   // token tiles match at their second); the lines they skip go to the block's record
-  // shifted (add_shifted). What the span came to: warped; not matched in kAttempts
-  // blocks (the spans inside it may); or not worth trying (WarpWorth).
+  // shifted (add_shifted). A block is also compared with the one before it at phases
+  // (phase_times): where the lines from before the span are gone from every set early in
+  // the second block (GPT-3's feed-forward blocks of 8 token rows: after the first
+  // row), the span warps there, not a block later. What the span came to: warped; not
+  // matched in kAttempts blocks (the spans inside it may); or not worth trying
+  // (WarpWorth).
   enum class Warp { warped, unmatched, not_worth };
   const auto warp = [&](const Span& sp, std::size_t depth, auto&& within) {
     if (!worth.may_pay(sp.loop, sp.blocks - 1)) return Warp::not_worth;
@@ -281,10 +319,36 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     if (levels.size() <= depth) levels.emplace_back();
     Level& at = levels[depth];
     model.snapshot(plan.owners, at.before);
+    at.phase_time.fill(-1);
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
       at.first.reset(w.delta, max_runs);
       recording.push_back(&at.first);
-      within(now + block_time, depth + 1, within);
+      const std::int64_t t0 = now;
+      const bool phases = b + 2 < sp.blocks && b + 1 < kAttempts && worth.phases_pay(sp.loop);
+      const std::array<std::int64_t, kPhases> times = phases ? phase_times(spans, t0, block_time) : at.phase_time;
+      for (std::size_t k = 0; k < kPhases && phases; ++k) {
+        const std::int64_t t = times[k];
+        if (t < 0) continue;
+        within(t0 + t, depth + 1, within);
+        model.snapshot(plan.owners, at.state);
+        // The blocks b .. sp.blocks - 1 repeat from here if the window since this
+        // phase of block b - 1 renames its state to this one.
+        const std::int64_t n = sp.blocks - b;
+        if (at.phase_time[k] == t && at.first.matches(at.phase_state[k], at.state, n, &at.previous)) {
+          recording.pop_back();
+          model.fast_forward_phase(at.before, at.phase_state[k], at.state, at.first, at.previous, n);
+          for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
+          stats.skipped += accesses_between(at.phase_state[k], at.before) +
+                           std::uint64_t(n - 1) * accesses_between(at.phase_state[k], at.state);
+          ++stats.warps, ++stats.phase_warps;
+          now = sp.end;
+          return Warp::warped;
+        }
+        std::swap(at.phase_state[k], at.state);
+        at.phase_time[k] = t;
+      }
+      if (!phases) at.phase_time.fill(-1);
+      within(t0 + block_time, depth + 1, within);
       recording.pop_back();
       model.snapshot(plan.owners, at.after);
       const std::int64_t left = sp.blocks - b - 1;
@@ -300,6 +364,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       }
       if (!worth.pays(left, per_block)) return Warp::not_worth;
       std::swap(at.before, at.after);
+      std::swap(at.first, at.previous);
     }
     return Warp::unmatched;
   };

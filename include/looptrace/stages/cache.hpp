@@ -175,7 +175,12 @@ class WarpBlock {
   // line) or in its place, and then out of reach of the lines the next blocks touch.
   // The renaming keeps sets and tensors, and maps each block and its start state onto
   // the next. Keeps the lines left in place for CacheModel::fast_forward.
-  bool matches(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks);
+  // `also` (if given) is a block recorded before this one: the lines either touched.
+  // A phase into a block (CacheModel::fast_forward_phase) compares states one block
+  // apart, across two blocks' records: the lines of both are more than the window
+  // touched, which only makes the comparison stricter.
+  bool matches(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks,
+               const WarpBlock* also = nullptr);
   // After matches(): whether `line` of `later` (the engine's, or the shadow's) stays.
   bool stays(std::uint64_t line, bool shadow) const;
 
@@ -250,6 +255,17 @@ class CacheModel {
   // shifted by blocks x delta.
   void fast_forward(const CacheSnapshot& earlier, const CacheSnapshot& later, const WarpBlock& block,
                     std::int64_t blocks);
+  // The same from a phase into a block: `earlier` is the state a time into block b - 1,
+  // `later` the state as far into block b (the model's now), and
+  // window.matches(earlier, later, blocks) said so. Then the blocks from b on repeat
+  // (the model is a function of its state and the accesses, both renamed alike), so
+  // the model goes to the end of block b + blocks - 1: its state is `start` (the state
+  // at block b's start) with each line that moves shifted blocks times; its counts add
+  // the rest of block b (block b - 1's, from `earlier` to `start`) and blocks - 1
+  // blocks more (the window's, from `earlier` to `later`), their cold misses found by
+  // marking `previous` (block b - 1's record) shifted 1 .. blocks times.
+  void fast_forward_phase(const CacheSnapshot& start, const CacheSnapshot& earlier, const CacheSnapshot& later,
+                          const WarpBlock& window, const WarpBlock& previous, std::int64_t blocks);
 
  private:
   struct Impl;

@@ -36,6 +36,7 @@ struct WarpStats {
   std::uint64_t simulated = 0;
   std::uint64_t skipped = 0;
   std::uint64_t warps = 0;  // warps taken
+  std::uint64_t phase_warps = 0;  // ... of them at a phase into a block (the trace only)
   std::uint64_t abandoned = 0;  // blocks of a stream that did not repeat the recorded one (transfers)
 };
 
