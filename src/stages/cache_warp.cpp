@@ -242,13 +242,14 @@ constexpr int kAttempts = 6;  // blocks compared per span before the spans insid
 // before's at the same time: 1/8, 1/4 and 1/2 of the way, each moved on to the end of
 // any span inside the block that holds it (a span is warped whole or not at all); -1
 // where that leaves the block, or repeats the time before.
-constexpr std::size_t kPhases = 3;
+constexpr std::size_t kPhases = 7;
+constexpr std::array<std::int64_t, kPhases> kPhaseSixteenths = {1, 2, 3, 4, 6, 8, 12};
 std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>& spans, std::int64_t t0,
                                               std::int64_t length) {
   std::array<std::int64_t, kPhases> at{};
   std::int64_t last = 0;
   for (std::size_t k = 0; k < kPhases; ++k) {
-    std::int64_t t = t0 + (length >> (kPhases - k));
+    std::int64_t t = t0 + length / 16 * kPhaseSixteenths[k] + length % 16 * kPhaseSixteenths[k] / 16;
     auto it = std::lower_bound(spans.begin(), spans.end(), t0,
                                [](const WarpPlan::Span& sp, std::int64_t x) { return sp.begin < x; });
     for (; it != spans.end() && it->begin < t; ++it)
