@@ -2245,9 +2245,42 @@ WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
 
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
-  runs_.clear(), has_hint_ = false, max_runs_ = max_runs, overflow_ = false;
+  log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
   *touched_lines_ = SeenLines{};  // (its pages go: a block's lines are its own)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
+}
+
+void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
+  touched_lines_->set_fresh(first, last, [&](std::uint64_t a, std::uint64_t b) {
+    low_[tensor] = std::min(low_[tensor], a), high_[tensor] = std::max(high_[tensor], b);
+    if (!log_.empty()) {
+      Logged& r = log_.back();
+      if (r.last + 1 == a && r.key == key && r.tensor == tensor) {
+        r.last = b;
+        return;
+      }
+    }
+    log_.push_back({a, b, key, tensor});
+  });
+}
+
+void WarpBlock::bound() {
+  // Joined at most once per doubling of the log, so joining costs O(log) a run.
+  if (log_.size() <= max_runs_ || log_.size() < 2 * joined_) return;
+  std::sort(log_.begin(), log_.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
+  std::size_t n = 0;
+  for (const Logged& r : log_) {
+    if (n > 0 && log_[n - 1].last + 1 == r.first && log_[n - 1].key == r.key && log_[n - 1].tensor == r.tensor)
+      log_[n - 1].last = r.last;
+    else
+      log_[n++] = r;
+  }
+  log_.resize(n);
+  joined_ = n;
+  if (n > max_runs_) {
+    overflow_ = true;
+    log_.clear(), log_.shrink_to_fit();  // not needed any more: no warp
+  }
 }
 
 void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) {
@@ -2263,124 +2296,55 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
-    if (touched_lines_->test_and_set_range(a.line, last) == 0) continue;  // all recorded before, with their first keys
-    insert(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
-    if (runs_.size() > max_runs_) {
-      overflow_ = true;
-      runs_.clear(), has_hint_ = false;  // not needed any more: no warp
-      return;
-    }
+    record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
   }
+  bound();
 }
 
 void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
   if (overflow_) return;
   // (A tensor that does not move in `inner` touches the lines its recorded block did,
   // which add() saw; its runs hold the others.)
-  // (Its runs that move here copied out of the map once, not walked once a block.)
-  std::vector<std::pair<std::uint64_t, FirstRun>> runs;
-  for (const auto& [first, r] : inner.runs_)
-    if (delta_[r.tensor] != 0) runs.emplace_back(first, r);
-  for (std::int64_t i = 1; i <= blocks; ++i)
-    for (const auto& [first, r] : runs) {
+  std::vector<Logged> runs;
+  for (const Logged& r : inner.log_)
+    if (delta_[r.tensor] != 0) runs.push_back(r);
+  for (std::int64_t i = 1; i <= blocks && !overflow_; ++i) {
+    for (const Logged& r : runs) {
       const std::int64_t d = i * inner.delta_[r.tensor];
-      const std::uint64_t a = std::uint64_t(std::int64_t(first) + d), b = std::uint64_t(std::int64_t(r.last) + d);
-      if (touched_lines_->test_and_set_range(a, b) == 0) continue;
-      insert(a, b, r.key, r.tensor);
-      if (runs_.size() > max_runs_) {
-        overflow_ = true;
-        runs_.clear(), has_hint_ = false;
-        return;
-      }
+      record(std::uint64_t(std::int64_t(r.first) + d), std::uint64_t(std::int64_t(r.last) + d), r.key, r.tensor);
     }
+    bound();
+  }
 }
 
-void WarpBlock::insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
-  // The first run after `first`: found near the run of the last line recorded when
-  // `first` lies between it and the third run after it (a walk over the lines in
-  // order, or over runs of them at a stride), else searched.
-  Runs::iterator next = runs_.end();
-  bool found = false;
-  if (has_hint_ && hint_->first <= first) {
-    next = std::next(hint_);
-    for (int k = 0; k < 2 && next != runs_.end() && next->first <= first; ++k) ++next;
-    found = next == runs_.end() || next->first > first;
+WarpBlock::Runs WarpBlock::runs() const {
+  std::vector<Logged> sorted = log_;
+  std::sort(sorted.begin(), sorted.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
+  Runs out;
+  for (const Logged& r : sorted) {
+    if (!out.empty() && out.back().second.last + 1 == r.first && out.back().second.key == r.key &&
+        out.back().second.tensor == r.tensor)
+      out.back().second.last = r.last;
+    else
+      out.emplace_back(r.first, FirstRun{r.last, r.key, r.tensor});
   }
-  if (!found) next = runs_.upper_bound(first);
-  Runs::iterator at;                     // the run of the line before `l`
-  std::uint64_t l = first;
-  if (next != runs_.begin()) {
-    at = std::prev(next);
-    if (at->second.last >= first) {
-      if (at->second.last >= last) {
-        hint_ = at, has_hint_ = true;
-        return;
-      }
-      l = at->second.last + 1;
-    }
-  }
-  // Runs are disjoint: `next` starts at l or later.
-  while (l <= last) {
-    if (next != runs_.end() && next->first == l) {  // recorded before
-      at = next++;
-      l = at->second.last + 1;
-      continue;
-    }
-    const std::uint64_t to = next != runs_.end() && next->first <= last ? next->first - 1 : last;
-    low_[tensor] = std::min(low_[tensor], l), high_[tensor] = std::max(high_[tensor], to);
-    // The run before l (the last one to start before it, ending before it) goes on, or
-    // a new one starts.
-    const Runs::iterator before = next == runs_.begin() ? runs_.end() : std::prev(next);
-    if (before != runs_.end() && before->second.last + 1 == l && before->second.key == key &&
-        before->second.tensor == tensor) {
-      at = before;
-      at->second.last = to;
-    } else {
-      at = runs_.emplace_hint(next, l, FirstRun{to, key, tensor});
-    }
-    if (next != runs_.end() && next->first == to + 1 && next->second.key == key && next->second.tensor == tensor) {
-      at->second.last = next->second.last;
-      next = runs_.erase(next);
-    }
-    l = at->second.last + 1;
-  }
-  hint_ = at, has_hint_ = true;
+  return out;
 }
 
-bool WarpBlock::touched(std::uint64_t line) const {
-  const auto next = runs_.upper_bound(line);
-  return next != runs_.begin() && std::prev(next)->second.last >= line;
-}
-
-bool WarpBlock::touched_flat(std::uint64_t line) const {
-  const auto next = std::upper_bound(flat_.begin(), flat_.end(), line,
-                                     [](std::uint64_t l, const auto& r) { return l < r.first; });
-  return next != flat_.begin() && std::prev(next)->second >= line;
-}
+bool WarpBlock::touched(std::uint64_t line) const { return touched_lines_->test(line); }
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
   stay_.clear(), stay_shadow_.clear();
   if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size() || overflow_) return false;
   if (also && (also->overflow_ || also->delta_ != delta_)) return false;
-  flat_.clear();
-  for (const auto& [first, r] : runs_) flat_.emplace_back(first, r.last);
   // The lines that move with the blocks, per tensor: those touched and those shifted along.
   std::vector<std::uint64_t> low = low_, high = high_;
-  if (also) {
-    // Both blocks' runs, in order, overlapping runs made one.
-    const std::size_t mine = flat_.size();
-    for (const auto& [first, r] : also->runs_) flat_.emplace_back(first, r.last);
-    std::inplace_merge(flat_.begin(), flat_.begin() + std::ptrdiff_t(mine), flat_.end());
-    std::size_t n = 0;
-    for (const auto& r : flat_) {
-      if (n > 0 && r.first <= flat_[n - 1].second + 1) flat_[n - 1].second = std::max(flat_[n - 1].second, r.second);
-      else flat_[n++] = r;
-    }
-    flat_.resize(n);
+  if (also)
     for (std::size_t t = 0; t < low.size(); ++t)
       low[t] = std::min(low[t], also->low_[t]), high[t] = std::max(high[t], also->high_[t]);
-  }
-  const auto touched = [&](std::uint64_t line) { return touched_flat(line); };
+  const auto touched = [&](std::uint64_t line) {
+    return touched_lines_->test(line) || (also && also->touched_lines_->test(line));
+  };
   struct Stay {
     std::uint64_t line;
     std::uint32_t owner;
@@ -2451,8 +2415,7 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
   };
   std::vector<Run> runs;
   if (config.three_cs) {
-    runs.reserve(record.runs().size());
-    for (const auto& [first, r] : record.runs()) runs.push_back({first, r.last, r.key, r.tensor});
+    record.each_run([&](std::uint64_t first, const FirstRun& r) { runs.push_back({first, r.last, r.key, r.tensor}); });
   }
   for (std::int64_t i = 1; i <= marks && !runs.empty(); ++i)
     for (const Run& r : runs) {

@@ -81,6 +81,55 @@ class SeenLines {
     return fresh;
   }
 
+  // Whether `line` was seen (changing nothing).
+  bool test(std::uint64_t line) const {
+    const std::uint64_t number = line >> 16;
+    const std::uint64_t* p = nullptr;
+    if (number == last_page_) {
+      p = last_;
+    } else {
+      const auto it = pages_.find(number);
+      if (it == pages_.end()) return false;
+      p = it->second.data();
+    }
+    return (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
+  }
+
+  // Marks the lines first .. last (first <= last); fn(a, b) for each run a .. b of them
+  // not seen before, in order (a run may cross words and pages).
+  template <class Fn>
+  void set_fresh(std::uint64_t first, std::uint64_t last, Fn fn) {
+    bool open = false;
+    std::uint64_t a = 0, b = 0, at = first;  // the open run; the line of the word's mask's lowest bit
+    const auto take = [&](std::uint64_t x, std::uint64_t y) {
+      if (open && x == b + 1) {
+        b = y;
+        return;
+      }
+      if (open) fn(a, b);
+      a = x, b = y, open = true;
+    };
+    each_line_word(first, last, [&](std::uint64_t number) { return page(number); },
+                   [&](std::uint64_t& word, std::uint64_t mask, unsigned n) {
+                     std::uint64_t fresh = mask & ~word;
+                     word |= mask;
+                     if (fresh == mask) {
+                       take(at, at + n - 1);
+                     } else {
+                       const std::uint64_t base = at & ~std::uint64_t(63);
+                       while (fresh != 0) {
+                         const unsigned lo = unsigned(std::countr_zero(fresh));
+                         const unsigned len = unsigned(std::countr_one(fresh >> lo));
+                         take(base + lo, base + lo + len - 1);
+                         fresh &= len == 64 ? 0 : ~(((std::uint64_t(1) << len) - 1) << lo);
+                       }
+                     }
+                     at += n;
+                     return false;
+                   });
+    if (open) fn(a, b);
+  }
+
   // Marks the lines first .. last (first <= last); returns how many of them were not
   // seen before. A word (64 lines) at a time.
   std::uint64_t test_and_set_range(std::uint64_t first, std::uint64_t last) {

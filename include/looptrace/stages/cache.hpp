@@ -14,7 +14,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -145,7 +144,7 @@ class SeenLines;  // (stages/seen_lines.hpp)
 // block's.
 class WarpBlock {
  public:
-  using Runs = std::map<std::uint64_t, FirstRun>;  // by first line; disjoint
+  using Runs = std::vector<std::pair<std::uint64_t, FirstRun>>;  // by first line; disjoint
 
   WarpBlock();
   ~WarpBlock();
@@ -165,7 +164,14 @@ class WarpBlock {
   void add_shifted(const WarpBlock& inner, std::int64_t blocks);
   bool overflow() const { return overflow_; }
   bool touched(std::uint64_t line) const;
-  const Runs& runs() const { return runs_; }
+  // The runs by first line, those that could join joined (sorted when asked: a warp
+  // needs them in no order, each_run()).
+  Runs runs() const;
+  // fn(first, FirstRun) for each run, in the order recorded.
+  template <class Fn>
+  void each_run(Fn fn) const {
+    for (const Logged& r : log_) fn(r.first, FirstRun{r.last, r.key, r.tensor});
+  }
   std::span<const std::int64_t> delta() const { return delta_; }
   // Whether the next `blocks` blocks, each this block shifted once more by delta[tensor]
   // lines (a multiple of the sets: lines keep their sets), repeat its outcomes. `later`
@@ -185,25 +191,26 @@ class WarpBlock {
   bool stays(std::uint64_t line, bool shadow) const;
 
  private:
-  // Records first .. last (an access run of one key and tensor): the lines of it not
-  // yet recorded.
-  void insert(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
+  struct Logged {
+    std::uint64_t first, last;
+    std::uint32_t key, tensor;
+  };
+  // Records the lines first .. last (of one key and tensor) not recorded before.
+  void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
+  // Past max_runs() runs in the log: joined where they can; past it still, overflow.
+  void bound();
   std::vector<std::int64_t> delta_;
-  Runs runs_;
-  // A bit per line the block touched: a run of lines all touched before keeps its first
-  // key, found without the map (most of a block's accesses, where it reads its tiles
-  // again: the map's walks cost DeepSeek-V3's prefill a fifth of its time).
+  // The runs as recorded: disjoint (each line once, with its first key), in time order,
+  // a run extended while the next lines follow it. Where DeepSeek-V3's softmax blocks
+  // record 2^19 single lines, an ordered map's nodes (made, walked and freed each block)
+  // were most of its time.
+  std::vector<Logged> log_;
+  std::size_t joined_ = 0;  // the log's size when last joined
+  // A bit per line the block touched: which lines of a run are new, and touched().
   std::unique_ptr<SeenLines> touched_lines_;
-  Runs::iterator hint_;  // the run of the last line recorded (when has_hint_)
-  bool has_hint_ = false;
   std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
-  // matches()'s copy of the runs, first and last, in order: it asks whether a line was
-  // touched for each line of two states, and a search of contiguous memory beats the
-  // map's (a quarter of Llama 3 8B prefill's scores Einsum went to those lookups).
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> flat_;
-  bool touched_flat(std::uint64_t line) const;
   bool overflow_ = false;
 };
 
