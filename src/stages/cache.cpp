@@ -2246,7 +2246,7 @@ WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
   log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
-  *touched_lines_ = SeenLines{};  // (its pages go: a block's lines are its own)
+  touched_lines_->clear();  // (a block's lines are its own)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
@@ -2305,11 +2305,9 @@ void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
   if (overflow_) return;
   // (A tensor that does not move in `inner` touches the lines its recorded block did,
   // which add() saw; its runs hold the others.)
-  std::vector<Logged> runs;
-  for (const Logged& r : inner.log_)
-    if (delta_[r.tensor] != 0) runs.push_back(r);
   for (std::int64_t i = 1; i <= blocks && !overflow_; ++i) {
-    for (const Logged& r : runs) {
+    for (const Logged& r : inner.log_) {
+      if (delta_[r.tensor] == 0) continue;
       const std::int64_t d = i * inner.delta_[r.tensor];
       record(std::uint64_t(std::int64_t(r.first) + d), std::uint64_t(std::int64_t(r.last) + d), r.key, r.tensor);
     }
@@ -2406,23 +2404,15 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
                                    const WarpBlock& record, std::int64_t marks) {
   const std::span<const std::int64_t> delta = record.delta();
   std::vector<std::uint64_t> cold(keys.size(), 0);
-  // Block by block, each run of first touches shifted: its lines not seen before are cold.
-  // (The runs copied out of the map once: walking 2^19 of its nodes once a block, as
-  // DeepSeek-V3's softmax blocks have, was most of its warps' cost.)
-  struct Run {
-    std::uint64_t first, last;
-    std::uint32_t key, tensor;
-  };
-  std::vector<Run> runs;
-  if (config.three_cs) {
-    record.each_run([&](std::uint64_t first, const FirstRun& r) { runs.push_back({first, r.last, r.key, r.tensor}); });
-  }
-  for (std::int64_t i = 1; i <= marks && !runs.empty(); ++i)
-    for (const Run& r : runs) {
+  // Block by block, each run of first touches shifted: its lines not seen before are
+  // cold (a single line, as DeepSeek-V3's softmax blocks record 2^19 of, by its bit).
+  for (std::int64_t i = 1; i <= marks && config.three_cs; ++i)
+    record.each_run([&](std::uint64_t first, const FirstRun& r) {
       const std::int64_t d = i * delta[r.tensor];
-      cold[r.key] += seen.test_and_set_range(std::uint64_t(std::int64_t(r.first) + d),
-                                             std::uint64_t(std::int64_t(r.last) + d));
-    }
+      const std::uint64_t a = std::uint64_t(std::int64_t(first) + d);
+      if (first == r.last) cold[r.key] += !seen.test_and_set(a);
+      else cold[r.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(r.last) + d));
+    });
   // n x (y - x), plus the tail's.
   const auto more = [&](auto field) {
     std::uint64_t v = n * (field(b) - field(a));

@@ -146,17 +146,36 @@ class SeenLines {
     return fresh;
   }
 
+  // Nothing seen. Up to kSpare pages are kept, zeroed, for the next ones made (a warp's
+  // block forgets its lines at each block and touches as many pages again, shifted:
+  // fresh pages cost the kernel's faults).
+  void clear() {
+    for (auto& [number, p] : pages_)
+      if (spare_.size() < kSpare) std::fill(p.begin(), p.end(), 0), spare_.push_back(std::move(p));
+    pages_.clear();
+    last_page_ = ~std::uint64_t(0), last_ = nullptr;
+  }
+
  private:
+  static constexpr std::size_t kSpare = 256;  // 2 MiB
   std::uint64_t* page(std::uint64_t number) {
     if (number != last_page_) {
       auto& p = pages_[number];
-      if (p.empty()) p.assign(1024, 0);
+      if (p.empty()) {
+        if (spare_.empty()) {
+          p.assign(1024, 0);
+        } else {
+          p = std::move(spare_.back());
+          spare_.pop_back();
+        }
+      }
       last_ = p.data(), last_page_ = number;
     }
     return last_;
   }
 
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
+  std::vector<std::vector<std::uint64_t>> spare_;
   std::uint64_t last_page_ = ~std::uint64_t(0);
   std::uint64_t* last_ = nullptr;
 };
