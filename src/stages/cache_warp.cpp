@@ -239,7 +239,7 @@ std::uint64_t accesses_between(const CacheSnapshot& before, const CacheSnapshot&
 constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
 
 // The times into a block [t0, t0 + length) at which its state is compared with the block
-// before's at the same time: 1/8, 1/4 and 1/2 of the way, each moved on to the end of
+// before's at the same time: 1/16, 1/8, 3/16, 1/4, 3/8, 1/2 and 3/4 of the way, each moved on to the end of
 // any span inside the block that holds it (a span is warped whole or not at all); -1
 // where that leaves the block, or repeats the time before.
 constexpr std::size_t kPhases = 7;

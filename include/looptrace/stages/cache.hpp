@@ -139,9 +139,9 @@ class SeenLines;  // (stages/seen_lines.hpp)
 
 // The lines one block of a warp touched of the tensors that move (`delta` != 0), as
 // runs of consecutive lines, each line once with its first access's key, and per
-// tensor the lowest and highest line. Memory follows the runs, at most max_runs() of
-// them (then overflow(): no warp); max_runs() is tied to the cache's lines, not to the
-// block's.
+// tensor the lowest and highest line. Memory follows the runs: past max_runs() of them
+// once joined (then overflow(): no warp), so at most about 2 x max_runs() are held
+// between joins; max_runs() is tied to the cache's lines, not to the block's.
 class WarpBlock {
  public:
   using Runs = std::vector<std::pair<std::uint64_t, FirstRun>>;  // by first line; disjoint
@@ -167,7 +167,8 @@ class WarpBlock {
   // The runs by first line, those that could join joined (sorted when asked: a warp
   // needs them in no order, each_run()).
   Runs runs() const;
-  // fn(first, FirstRun) for each run, in the order recorded.
+  // fn(first, FirstRun) for each run, in no particular order (as recorded, or sorted
+  // by a join).
   template <class Fn>
   void each_run(Fn fn) const {
     for (const Logged& r : log_) fn(r.first, FirstRun{r.last, r.key, r.tensor});
@@ -200,8 +201,8 @@ class WarpBlock {
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
   void bound();
   std::vector<std::int64_t> delta_;
-  // The runs as recorded: disjoint (each line once, with its first key), in time order,
-  // a run extended while the next lines follow it. Where DeepSeek-V3's softmax blocks
+  // The runs as recorded: disjoint (each line once, with its first key), in time order
+  // until a join sorts them (bound()), a run extended while the next lines follow it. Where DeepSeek-V3's softmax blocks
   // record 2^19 single lines, an ordered map's nodes (made, walked and freed each block)
   // were most of its time.
   std::vector<Logged> log_;
