@@ -2264,19 +2264,23 @@ void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t ke
   });
 }
 
+void WarpBlock::join(std::vector<Logged>& runs) {
+  std::sort(runs.begin(), runs.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
+  std::size_t n = 0;
+  for (const Logged& r : runs) {
+    if (n > 0 && runs[n - 1].last + 1 == r.first && runs[n - 1].key == r.key && runs[n - 1].tensor == r.tensor)
+      runs[n - 1].last = r.last;
+    else
+      runs[n++] = r;
+  }
+  runs.resize(n);
+}
+
 void WarpBlock::bound() {
   // Joined at most once per doubling of the log, so joining costs O(log) a run.
   if (log_.size() <= max_runs_ || log_.size() < 2 * joined_) return;
-  std::sort(log_.begin(), log_.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
-  std::size_t n = 0;
-  for (const Logged& r : log_) {
-    if (n > 0 && log_[n - 1].last + 1 == r.first && log_[n - 1].key == r.key && log_[n - 1].tensor == r.tensor)
-      log_[n - 1].last = r.last;
-    else
-      log_[n++] = r;
-  }
-  log_.resize(n);
-  joined_ = n;
+  join(log_);
+  const std::size_t n = joined_ = log_.size();
   if (n > max_runs_) {
     overflow_ = true;
     log_.clear(), log_.shrink_to_fit();  // not needed any more: no warp
@@ -2317,15 +2321,9 @@ void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
 
 WarpBlock::Runs WarpBlock::runs() const {
   std::vector<Logged> sorted = log_;
-  std::sort(sorted.begin(), sorted.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
+  join(sorted);
   Runs out;
-  for (const Logged& r : sorted) {
-    if (!out.empty() && out.back().second.last + 1 == r.first && out.back().second.key == r.key &&
-        out.back().second.tensor == r.tensor)
-      out.back().second.last = r.last;
-    else
-      out.emplace_back(r.first, FirstRun{r.last, r.key, r.tensor});
-  }
+  for (const Logged& r : sorted) out.emplace_back(r.first, FirstRun{r.last, r.key, r.tensor});
   return out;
 }
 

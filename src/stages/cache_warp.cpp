@@ -248,11 +248,11 @@ std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>&
                                               std::int64_t length) {
   std::array<std::int64_t, kPhases> at{};
   std::int64_t last = 0;
+  const auto inside = std::lower_bound(spans.begin(), spans.end(), t0,
+                                       [](const WarpPlan::Span& sp, std::int64_t x) { return sp.begin < x; });
   for (std::size_t k = 0; k < kPhases; ++k) {
     std::int64_t t = t0 + length / 16 * kPhaseSixteenths[k] + length % 16 * kPhaseSixteenths[k] / 16;
-    auto it = std::lower_bound(spans.begin(), spans.end(), t0,
-                               [](const WarpPlan::Span& sp, std::int64_t x) { return sp.begin < x; });
-    for (; it != spans.end() && it->begin < t; ++it)
+    for (auto it = inside; it != spans.end() && it->begin < t; ++it)
       if (it->end > t && it->end <= t0 + length) t = it->end;
     at[k] = t <= t0 || t >= t0 + length || t - t0 == last ? -1 : t - t0;
     if (at[k] > 0) last = at[k];
@@ -326,7 +326,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       recording.push_back(&at.first);
       const std::int64_t t0 = now;
       const bool phases = b + 2 < sp.blocks && b + 1 < kAttempts && worth.phases_pay(sp.loop);
-      const std::array<std::int64_t, kPhases> times = phases ? phase_times(spans, t0, block_time) : at.phase_time;
+      std::array<std::int64_t, kPhases> times;
+      if (phases) times = phase_times(spans, t0, block_time);
       for (std::size_t k = 0; k < kPhases && phases; ++k) {
         const std::int64_t t = times[k];
         if (t < 0) continue;

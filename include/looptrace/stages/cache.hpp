@@ -200,6 +200,8 @@ class WarpBlock {
   void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
   void bound();
+  // Sorted by first line, runs that follow each other with one key and tensor made one.
+  static void join(std::vector<Logged>& runs);
   std::vector<std::int64_t> delta_;
   // The runs as recorded: disjoint (each line once, with its first key), in time order
   // until a join sorts them (bound()), a run extended while the next lines follow it. Where DeepSeek-V3's softmax blocks
