@@ -123,7 +123,8 @@ json cache_json(const CacheRun& run, const Schedule& s) {
   out["curve"] = run.curve ? curve_json(run, s) : json(nullptr);
   // How much of it warps counted rather than simulated (null: every access simulated).
   out["warp"] = run.warp ? json{{"simulated", run.warp->simulated}, {"skipped", run.warp->skipped},
-                                {"warps", run.warp->warps}, {"phase_warps", run.warp->phase_warps}}
+                                {"warps", run.warp->warps}, {"phase_warps", run.warp->phase_warps},
+                                {"partial_shadow_warps", run.warp->partial_shadow_warps}}
                          : json(nullptr);
   return out;
 }
@@ -147,7 +148,8 @@ std::string cache_text(const CacheRun& run, const Schedule& s) {
     if (c.write_back == false) o << "  write-throughs: " << r.total.write_throughs << "\n";
   }
   if (run.warp)
-    o << "warps: " << run.warp->warps << " (" << run.warp->phase_warps << " at a phase), " << run.warp->simulated
+    o << "warps: " << run.warp->warps << " (" << run.warp->phase_warps << " at a phase, "
+      << run.warp->partial_shadow_warps << " over part of the shadow), " << run.warp->simulated
       << " line accesses simulated, "
       << run.warp->skipped << " counted by shifting the cache\n";
   if (run.curve) {

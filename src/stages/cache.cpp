@@ -2238,7 +2238,7 @@ std::size_t WarpBlock::max_runs(const CacheModel& model) {
   return std::size_t(std::max<std::uint64_t>(4096, 32 * lines));
 }
 
-WarpBlock::WarpBlock() : touched_lines_(std::make_unique<SeenLines>()) {}
+WarpBlock::WarpBlock() : touched_lines_(std::make_unique<SeenLines>()), still_lines_(std::make_unique<SeenLines>()) {}
 WarpBlock::~WarpBlock() = default;
 WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
 WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
@@ -2246,7 +2246,7 @@ WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
   log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
-  touched_lines_->clear();  // (a block's lines are its own)
+  touched_lines_->clear(), still_lines_->clear(), still_marked_ = true;  // (a block's lines are its own)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
@@ -2291,29 +2291,36 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   if (overflow_) return;
   // Only the tensors that move: a line that does not is its own shift, touched or not.
   // The batch a run of consecutive lines at a time (as cache_lines makes them).
+  // The lines of those that do not are marked too where the three Cs' shadow is
+  // compared (matches(): which of its lines no block touches).
+  const bool still = model.config().three_cs;
+  still_marked_ = still_marked_ && still;
   const LineAccess* const end = batch.data() + batch.size();
   for (const LineAccess* p = batch.data(); p != end;) {
     const LineAccess& a = *p;
-    if (delta_[a.tensor] == 0) {
+    if (delta_[a.tensor] == 0 && !still) {
       ++p;
       continue;
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
-    record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
+    if (delta_[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
+    else record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
   }
   bound();
 }
 
 void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
   if (overflow_) return;
+  still_marked_ = still_marked_ && inner.still_marked_;
   // (A tensor that does not move in `inner` touches the lines its recorded block did,
   // which add() saw; its runs hold the others.)
   for (std::int64_t i = 1; i <= blocks && !overflow_; ++i) {
     for (const Logged& r : inner.log_) {
-      if (delta_[r.tensor] == 0) continue;
       const std::int64_t d = i * inner.delta_[r.tensor];
-      record(std::uint64_t(std::int64_t(r.first) + d), std::uint64_t(std::int64_t(r.last) + d), r.key, r.tensor);
+      const std::uint64_t first = std::uint64_t(std::int64_t(r.first) + d), last = std::uint64_t(std::int64_t(r.last) + d);
+      if (delta_[r.tensor] != 0) record(first, last, r.key, r.tensor);
+      else if (inner.still_marked_) still_lines_->test_and_set_range(first, last);
     }
     bound();
   }
@@ -2331,7 +2338,8 @@ bool WarpBlock::touched(std::uint64_t line) const { return touched_lines_->test(
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
   stay_.clear(), stay_shadow_.clear();
-  if (a.lines.size() != b.lines.size() || a.shadow.size() != b.shadow.size() || overflow_) return false;
+  shadow_top_ = b.shadow.size(), shadow_fall_ = 0;
+  if (a.lines.size() != b.lines.size() || overflow_) return false;
   if (also && (also->overflow_ || also->delta_ != delta_)) return false;
   // The lines that move with the blocks, per tensor: those touched and those shifted along.
   std::vector<std::uint64_t> low = low_, high = high_;
@@ -2359,6 +2367,28 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     stay_owners.push_back({line, owner});
     return true;
   };
+  // Whether a line of `owner` that the block did not touch is out of reach of the lines
+  // that move, shifted 1 .. blocks + 1 times: out of their range so shifted, or (for a
+  // few blocks) none of them so shifted. (`along` sorted.)
+  const auto out_of_reach = [&](std::uint64_t line, std::uint32_t owner) {
+    const std::int64_t d = delta_[owner];
+    if (d == 0 || low[owner] > high[owner]) return true;
+    const std::int64_t lo = std::int64_t(low[owner]), hi = std::int64_t(high[owner]), l = std::int64_t(line);
+    if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) return true;
+    if (blocks > 256) return false;
+    for (std::int64_t i = 1; i <= blocks + 1; ++i)
+      if (touched(std::uint64_t(l - i * d)) || std::binary_search(along.begin(), along.end(), std::uint64_t(l - i * d)))
+        return false;
+    return true;
+  };
+  // A line of `earlier` no block of the warp touches (this one or the next ones), and a
+  // line of `later` none of the next blocks touches: untouched (or moving on: it was
+  // this block's) and out of reach.
+  const auto idle = [&](std::uint64_t line, std::uint32_t owner, bool after) {
+    if (owner >= delta_.size() || !still_marked_) return false;
+    if (delta_[owner] == 0) return !still_lines_->test(line);
+    return (after || !touched(line)) && out_of_reach(line, owner);
+  };
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
       if (a.lines[i] != b.lines[i]) return false;
@@ -2367,22 +2397,77 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (a.dirty[i] != b.dirty[i] || a.owner[i] != b.owner[i] || !classify(a.lines[i], a.owner[i], b.lines[i], false))
       return false;
   }
-  for (std::size_t i = 0; i < a.shadow.size(); ++i)
-    if (!classify(a.shadow[i], a.shadow_owner[i], b.shadow[i], true)) return false;
-  std::sort(along.begin(), along.end());
-  // A line left in place must be out of reach of the moving lines of its tensor shifted
-  // 1 .. blocks + 1 times: out of their range so shifted, or (for a few blocks) not
-  // any of them so shifted.
-  for (const Stay& f : stay_owners) {
-    const std::int64_t d = delta_[f.owner];
-    if (d == 0 || low[f.owner] > high[f.owner]) continue;
-    const std::int64_t lo = std::int64_t(low[f.owner]), hi = std::int64_t(high[f.owner]), l = std::int64_t(f.line);
-    if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) continue;
-    if (blocks > 256) return false;
-    for (std::int64_t i = 1; i <= blocks + 1; ++i)
-      if (touched(std::uint64_t(l - i * d)) || std::binary_search(along.begin(), along.end(), std::uint64_t(l - i * d)))
+  // The shadow, a fully associative LRU, remembers lines longer than a block: where the
+  // blocks go on past what it held before them (DeepSeek-V3's scatter to its experts:
+  // the lines of the experts before in its oldest places), it never repeats whole. But
+  // no block touches a line below the deepest one a block touches (`top` places from
+  // the newest), so the blocks' outcomes follow from the newest `top` places alone, and
+  // below them each block pushes down the lines that went below them (`fall`), no
+  // others. So where the whole shadow does not match (nor with a record beside: a
+  // phase), its newest `top` places are compared, and below them `later` must hold the
+  // lines that went below them in the block, then `earlier`'s own below them.
+  const std::size_t na = a.shadow.size(), nb = b.shadow.size();
+  const auto newest = [](const CacheSnapshot& s, std::size_t p) { return s.shadow.size() - 1 - p; };
+  const std::vector<std::uint64_t> low0 = low, high0 = high;
+  const std::size_t along0 = along.size(), stays0 = stay_shadow_.size(), owners0 = stay_owners.size();
+  // The newest `top` places, position by position, and the lines left in place out of reach.
+  const auto compare_top = [&](std::size_t top) {
+    if (top > na || top > nb) return false;
+    for (std::size_t p = 0; p < top; ++p) {
+      const std::size_t i = newest(a, p), j = newest(b, p);
+      if (a.shadow_owner[i] != b.shadow_owner[j] || !classify(a.shadow[i], a.shadow_owner[i], b.shadow[j], true))
         return false;
+    }
+    std::sort(along.begin(), along.end());
+    for (const Stay& f : stay_owners)
+      if (!out_of_reach(f.line, f.owner)) return false;
+    return true;
+  };
+  std::size_t top = nb, fall = 0;
+  if (!(na == nb && compare_top(nb))) {
+    if (also) return false;
+    low = low0, high = high0, along.resize(along0), stay_shadow_.resize(stays0), stay_owners.resize(owners0);
+    std::sort(along.begin(), along.end());
+    // The places, from the newest, down to the deepest line a block may touch (found
+    // from the oldest: the lines below it are checked again below).
+    top = 0;
+    for (std::size_t i = 0; i < na; ++i)
+      if (!idle(a.shadow[i], a.shadow_owner[i], false)) {
+        top = na - i;
+        break;
+      }
+    for (std::size_t i = 0; i < nb; ++i)
+      if (!idle(b.shadow[i], b.shadow_owner[i], true)) {
+        top = std::max(top, nb - i);
+        break;
+      }
+    if (top >= nb || !compare_top(top)) return false;
+    // Below `top`: the lines that went below it in the block, the last to go first
+    // (lines of `earlier`'s newest places, and lines the block brought in that went
+    // down within it), then `earlier`'s lines below `top` in order, as many as the
+    // shadow holds. No block touches any of them (checked with the lines that move
+    // along), and each block after pushes down the same lines shifted once more.
+    fall = nb - top;  // where `earlier`'s lines below `top` are all gone
+    if (top < na) {
+      const std::uint64_t first = a.shadow[newest(a, top)];
+      std::size_t p = top;
+      while (p < nb && b.shadow[newest(b, p)] != first) ++p;
+      if (p < nb) fall = p - top;
+      else if (nb != a.lines.size()) return false;  // (gone only from a full shadow)
+    }
+    for (std::size_t p = top; p < top + fall; ++p) {
+      const std::size_t j = newest(b, p);
+      if (b.shadow_owner[j] >= delta_.size() || delta_[b.shadow_owner[j]] == 0) return false;
+    }
+    for (std::size_t p = top + fall; p < nb; ++p)
+      if (p - fall >= na || a.shadow[newest(a, p - fall)] != b.shadow[newest(b, p)]) return false;
+    for (std::size_t p = top; p < nb; ++p)
+      if (const std::size_t j = newest(b, p); !idle(b.shadow[j], b.shadow_owner[j], true)) return false;
+    for (std::size_t p = top; p < na; ++p)
+      if (const std::size_t i = newest(a, p); !idle(a.shadow[i], a.shadow_owner[i], false)) return false;
   }
+  shadow_fall_ = fall;
+  shadow_top_ = top;
   std::sort(stay_.begin(), stay_.end());
   std::sort(stay_shadow_.begin(), stay_shadow_.end());
   return true;
@@ -2454,7 +2539,22 @@ void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<
     case Kind::small_fifo: move(small_fifo); break;
     default: throw std::logic_error("CacheModel::fast_forward: the engine cannot warp");
   }
-  if (config.three_cs) {
+  if (config.three_cs && block.shadow_top() < shadow.size()) {
+    // The newest shadow_top() places shifted; below them, the lines that fell out of
+    // them in each block skipped (the last block's first), each those of `shadow`
+    // shifted once more, then `shadow`'s own below them; as many as the shadow holds.
+    const std::size_t n = shadow.size(), top = block.shadow_top(), fall = block.shadow_fall();
+    const std::size_t room = config.lines();
+    std::vector<std::uint64_t> lines;  // newest first
+    lines.reserve(std::min<std::uint64_t>(room, n + std::uint64_t(blocks) * fall));
+    for (std::size_t p = 0; p < top; ++p) lines.push_back(shift(shadow[n - 1 - p], shadow_owner[n - 1 - p], true));
+    for (std::int64_t k = blocks; k >= 1 && fall != 0 && lines.size() < room; --k)
+      for (std::size_t p = top; p < top + fall && lines.size() < room; ++p)
+        lines.push_back(std::uint64_t(std::int64_t(shadow[n - 1 - p]) + k * delta[shadow_owner[n - 1 - p]]));
+    for (std::size_t p = top; p < n && lines.size() < room; ++p) lines.push_back(shadow[n - 1 - p]);
+    std::reverse(lines.begin(), lines.end());
+    shadow_assign(lines);
+  } else if (config.three_cs) {
     std::vector<std::uint64_t> lines = shadow;
     for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], shadow_owner[i], true);
     shadow_assign(lines);

@@ -190,6 +190,11 @@ class WarpBlock {
                const WarpBlock* also = nullptr);
   // After matches(): whether `line` of `later` (the engine's, or the shadow's) stays.
   bool stays(std::uint64_t line, bool shadow) const;
+  // After matches(): the newest places of `later`'s shadow that it compared (the
+  // others hold lines no block touches), and how many of them fell below those places
+  // in the block (each block after pushes down as many, shifted once more).
+  std::size_t shadow_top() const { return shadow_top_; }
+  std::size_t shadow_fall() const { return shadow_fall_; }
 
  private:
   struct Logged {
@@ -211,9 +216,14 @@ class WarpBlock {
   std::size_t joined_ = 0;  // the log's size when last joined
   // A bit per line the block touched: which lines of a run are new, and touched().
   std::unique_ptr<SeenLines> touched_lines_;
+  // A bit per line of the tensors that do not move that the block touched, where
+  // still_marked_ (the model has the three Cs' shadow, which matches() looks into).
+  std::unique_ptr<SeenLines> still_lines_;
+  bool still_marked_ = true;
   std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
+  std::size_t shadow_top_ = 0, shadow_fall_ = 0;
   bool overflow_ = false;
 };
 
