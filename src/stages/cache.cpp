@@ -2246,7 +2246,8 @@ WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
 void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs) {
   delta_.assign(delta.begin(), delta.end());
   log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
-  touched_lines_->clear(), still_lines_->clear(), still_marked_ = true;  // (a block's lines are its own)
+  touched_lines_->clear(), still_lines_->clear();  // (a block's lines are its own)
+  still_marked_ = mark_still_ = true, wants_still_ = false;
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
@@ -2293,7 +2294,7 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   // The batch a run of consecutive lines at a time (as cache_lines makes them).
   // The lines of those that do not are marked too where the three Cs' shadow is
   // compared (matches(): which of its lines no block touches).
-  const bool still = model.config().three_cs;
+  const bool still = mark_still_ && model.config().three_cs;
   still_marked_ = still_marked_ && still;
   const LineAccess* const end = batch.data() + batch.size();
   for (const LineAccess* p = batch.data(); p != end;) {
@@ -2426,6 +2427,10 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   std::size_t top = nb, fall = 0;
   if (!(na == nb && compare_top(nb))) {
     if (also) return false;
+    if (!still_marked_) {  // (the lines no block touches are not known)
+      wants_still_ = true;
+      return false;
+    }
     low = low0, high = high0, along.resize(along0), stay_shadow_.resize(stays0), stay_owners.resize(owners0);
     std::sort(along.begin(), along.end());
     // The places, from the newest, down to the deepest line a block may touch (found

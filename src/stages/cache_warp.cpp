@@ -298,6 +298,9 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     }
   };
   WarpWorth worth(model.config());
+  // The loops whose blocks mark the lines of the tensors that do not move (and the
+  // blocks inside theirs): those whose shadow matched only in part, or could have.
+  std::vector<const WarpLoop*> still_loops;
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
   // block before it: then the rest of its blocks are counted. Each block is simulated
   // warping the spans inside it (DeepSeek-V3's scores: a span of 8 blocks of two
@@ -323,6 +326,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     at.phase_time.fill(-1);
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
       at.first.reset(w.delta, max_runs);
+      at.first.mark_still(std::find(still_loops.begin(), still_loops.end(), sp.loop) != still_loops.end() ||
+                          std::any_of(recording.begin(), recording.end(), [](const WarpBlock* o) { return o->marks_still(); }));
       recording.push_back(&at.first);
       const std::int64_t t0 = now;
       const bool phases = b + 2 < sp.blocks && b + 1 < kAttempts && worth.phases_pay(sp.loop);
@@ -365,6 +370,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         now += left * block_time;
         return Warp::warped;
       }
+      if (at.first.wants_still() && !at.first.marks_still()) still_loops.push_back(sp.loop);
       if (!worth.pays(left, per_block)) return Warp::not_worth;
       std::swap(at.before, at.after);
       std::swap(at.first, at.previous);

@@ -195,6 +195,13 @@ class WarpBlock {
   // in the block (each block after pushes down as many, shifted once more).
   std::size_t shadow_top() const { return shadow_top_; }
   std::size_t shadow_fall() const { return shadow_fall_; }
+  // Whether add() marks the lines of the tensors that do not move (on after reset()):
+  // only a shadow compared in part needs them, and a block of GPT-3's feed-forward
+  // layer touches 10^5 weight lines a timestep. After matches(): whether it compared
+  // the shadow in part but could not, for want of them.
+  void mark_still(bool on) { mark_still_ = on; }
+  bool marks_still() const { return mark_still_; }
+  bool wants_still() const { return wants_still_; }
 
  private:
   struct Logged {
@@ -217,9 +224,10 @@ class WarpBlock {
   // A bit per line the block touched: which lines of a run are new, and touched().
   std::unique_ptr<SeenLines> touched_lines_;
   // A bit per line of the tensors that do not move that the block touched, where
-  // still_marked_ (the model has the three Cs' shadow, which matches() looks into).
+  // still_marked_ (mark_still_, and the model has the three Cs' shadow, which
+  // matches() looks into); wants_still_: matches() needed them and had none.
   std::unique_ptr<SeenLines> still_lines_;
-  bool still_marked_ = true;
+  bool still_marked_ = true, mark_still_ = true, wants_still_ = false;
   std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
