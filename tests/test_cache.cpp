@@ -1269,6 +1269,37 @@ TEST_CASE("cache warp: a shadow compared in its newest places only, then read ag
   CHECK(partial > 10);
 }
 
+// The scatter with buffers below MainMemory: a row of Z fetched at each timestep, the
+// rows of Y drained at the end of each x. The memory-side cache sees the trace's
+// pattern, and warps over the stream of requests (warp_stream).
+const std::string kScatterBufferedMapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [Z, Y, Q]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: g, tile_shape: 4}
+      - !Temporal {rank_variable: x, tile_shape: 1}
+      - !Storage {component: GlobalBuffer, tensors: [Y]}
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Storage {component: LocalBuffer, tensors: [Z]}
+      - !Compute {einsum: S, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: m, tile_shape: 1}
+      - !Temporal {rank_variable: x, tile_shape: 1}
+      - !Compute {einsum: B, component: MAC}
+)";
+
+TEST_CASE("cache warp over the transfers: a shadow compared in its newest places only") {
+  const Schedule s = th::compile_text2(kScatterWorkload, kScatterBufferedMapping);
+  std::uint64_t partial = 0;
+  CHECK(warps_against_plain(s, "transfers:MainMemory", 43, 2, nullptr, &partial) > 10);
+  CHECK(partial > 10);  // (each block checked access by access, then counted as the recorded one)
+}
+
 // The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory
 // has requests at each iteration of the loops (fills of A, W and Z's tiles, drains of Z
 // and Y), and a partial last tile of m.

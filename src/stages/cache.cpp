@@ -2321,7 +2321,7 @@ void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
       const std::int64_t d = i * inner.delta_[r.tensor];
       const std::uint64_t first = std::uint64_t(std::int64_t(r.first) + d), last = std::uint64_t(std::int64_t(r.last) + d);
       if (delta_[r.tensor] != 0) record(first, last, r.key, r.tensor);
-      else if (inner.still_marked_) still_lines_->test_and_set_range(first, last);
+      else if (still_marked_) still_lines_->test_and_set_range(first, last);
     }
     bound();
   }
@@ -2409,8 +2409,8 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   // lines that went below them in the block, then `earlier`'s own below them.
   const std::size_t na = a.shadow.size(), nb = b.shadow.size();
   const auto newest = [](const CacheSnapshot& s, std::size_t p) { return s.shadow.size() - 1 - p; };
-  const std::vector<std::uint64_t> low0 = low, high0 = high;
-  const std::size_t along0 = along.size(), stays0 = stay_shadow_.size(), owners0 = stay_owners.size();
+  const std::vector<std::uint64_t> low0 = low, high0 = high, along0 = along;  // the engine's, to start again from
+  const std::size_t stays0 = stay_shadow_.size(), owners0 = stay_owners.size();
   // The newest `top` places, position by position, and the lines left in place out of reach.
   const auto compare_top = [&](std::size_t top) {
     if (top > na || top > nb) return false;
@@ -2431,7 +2431,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       wants_still_ = true;
       return false;
     }
-    low = low0, high = high0, along.resize(along0), stay_shadow_.resize(stays0), stay_owners.resize(owners0);
+    low = low0, high = high0, along = along0, stay_shadow_.resize(stays0), stay_owners.resize(owners0);
     std::sort(along.begin(), along.end());
     // The places, from the newest, down to the deepest line a block may touch (found
     // from the oldest: the lines below it are checked again below).

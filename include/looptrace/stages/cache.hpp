@@ -199,7 +199,7 @@ class WarpBlock {
   // only a shadow compared in part needs them, and a block of GPT-3's feed-forward
   // layer touches 10^5 weight lines a timestep. After matches(): whether it compared
   // the shadow in part but could not, for want of them.
-  void mark_still(bool on) { mark_still_ = on; }
+  void mark_still(bool on) { mark_still_ = on, still_marked_ = still_marked_ && on; }
   bool marks_still() const { return mark_still_; }
   bool wants_still() const { return wants_still_; }
 
