@@ -1238,7 +1238,13 @@ workload:
     - {name: Y, projection: [x, m, g]}
     - {name: Q, projection: [m, g], output: True}
 )";
-const std::string kScatterMapping = R"(
+// The scatter's mapping; `buffered` puts buffers below MainMemory (a row of Z fetched
+// at each timestep, the rows of Y drained at the end of each x), so that the
+// memory-side cache sees the trace's pattern in its requests.
+std::string scatter_mapping(bool buffered) {
+  const std::string y = buffered ? "      - !Storage {component: GlobalBuffer, tensors: [Y]}\n" : "";
+  const std::string z = buffered ? "      - !Storage {component: LocalBuffer, tensors: [Z]}\n" : "";
+  return R"(
 mapping:
   nodes:
   - !Storage {component: MainMemory, tensors: [Z, Y, Q]}
@@ -1248,56 +1254,32 @@ mapping:
       nodes:
       - !Temporal {rank_variable: g, tile_shape: 4}
       - !Temporal {rank_variable: x, tile_shape: 1}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Compute {einsum: S, component: MAC}
+)" + y + "      - !Temporal {rank_variable: m, tile_shape: 1}\n" +
+         z + R"(      - !Compute {einsum: S, component: MAC}
     - !Nested
       nodes:
       - !Temporal {rank_variable: m, tile_shape: 1}
       - !Temporal {rank_variable: x, tile_shape: 1}
       - !Compute {einsum: B, component: MAC}
 )";
+}
 
 TEST_CASE("cache warp: a shadow compared in its newest places only, then read again") {
   // Where the lines below the newest places are ones no block touches, the blocks'
   // outcomes follow from the newest places alone, and the state after the warp is
   // built: the newest places shifted, then the lines each skipped block pushed below
   // them, then the lines from before. The read-back Einsum after the scatter misses
-  // or hits its shadow as that state says: every figure must be the plain one.
-  const Schedule s = th::compile_text2(kScatterWorkload, kScatterMapping);
-  std::uint64_t partial = 0;
-  CHECK(warps_against_plain(s, "trace", 77, 2, nullptr, &partial) > 10);
-  CHECK(partial > 10);
-}
-
-// The scatter with buffers below MainMemory: a row of Z fetched at each timestep, the
-// rows of Y drained at the end of each x. The memory-side cache sees the trace's
-// pattern, and warps over the stream of requests (warp_stream).
-const std::string kScatterBufferedMapping = R"(
-mapping:
-  nodes:
-  - !Storage {component: MainMemory, tensors: [Z, Y, Q]}
-  - !Sequential
-    nodes:
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: g, tile_shape: 4}
-      - !Temporal {rank_variable: x, tile_shape: 1}
-      - !Storage {component: GlobalBuffer, tensors: [Y]}
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Storage {component: LocalBuffer, tensors: [Z]}
-      - !Compute {einsum: S, component: MAC}
-    - !Nested
-      nodes:
-      - !Temporal {rank_variable: m, tile_shape: 1}
-      - !Temporal {rank_variable: x, tile_shape: 1}
-      - !Compute {einsum: B, component: MAC}
-)";
-
-TEST_CASE("cache warp over the transfers: a shadow compared in its newest places only") {
-  const Schedule s = th::compile_text2(kScatterWorkload, kScatterBufferedMapping);
-  std::uint64_t partial = 0;
-  CHECK(warps_against_plain(s, "transfers:MainMemory", 43, 2, nullptr, &partial) > 10);
-  CHECK(partial > 10);  // (each block checked access by access, then counted as the recorded one)
+  // or hits its shadow as that state says: every figure must be the plain one. Over
+  // the trace (warp_trace), and over the requests to MainMemory (warp_stream: each
+  // block checked access by access, then counted as the recorded one).
+  for (const bool buffered : {false, true}) {
+    CAPTURE(buffered);
+    const Schedule s = th::compile_text2(kScatterWorkload, scatter_mapping(buffered));
+    std::uint64_t partial = 0;
+    CHECK(warps_against_plain(s, buffered ? "transfers:MainMemory" : "trace", buffered ? 43 : 77, 2, nullptr,
+                              &partial) > 10);
+    CHECK(partial > 10);
+  }
 }
 
 // The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory
