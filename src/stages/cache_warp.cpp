@@ -216,18 +216,31 @@ class WarpWorth {
     return k == seen_.end() || pays(blocks, k->second);
   }
   // Whether comparing states at kPhases times into each block may pay: its blocks (the
-  // last one seen) are each worth kPhaseWorth comparisons.
+  // last one seen) are each worth a comparison, and the loop's phases have not missed
+  // kPhaseMisses blocks in a row. DeepSeek-V3's softmax matches at the first phase of
+  // its second block (28% fewer instructions on its first eighth; at 8 comparisons a
+  // block, as until stop 43, its blocks of 2^19 line accesses were not tried); its
+  // scores never match at a phase (the keys' lines of the span before stay in their
+  // sets through the second block): phases on every span cost 3% more instructions
+  // there and 2% on its decode layer, and 1% once they stop after two misses.
   bool phases_pay(const WarpLoop* loop) const {
+    if (const auto m = missed_.find(loop); m != missed_.end() && m->second >= kPhaseMisses) return false;
     const auto k = seen_.find(loop);
-    return k == seen_.end() || pays(1, k->second / kPhaseWorth);
+    return k == seen_.end() || pays(1, k->second);
   }
   void saw(const WarpLoop* loop, std::uint64_t per_block) { seen_[loop] = per_block; }
+  // A span of `loop` compared states at phases: whether one matched.
+  void phases_tried(const WarpLoop* loop, bool matched) {
+    if (matched) missed_.erase(loop);
+    else ++missed_[loop];
+  }
 
  private:
   static constexpr std::uint64_t kWorth = 16, kSmall = std::uint64_t(1) << 16;  // a small cache's states cost little
-  static constexpr std::uint64_t kPhaseWorth = 8;
+  static constexpr std::uint64_t kPhaseMisses = 2;
   std::uint64_t compare_;
   std::map<const WarpLoop*, std::uint64_t> seen_;
+  std::map<const WarpLoop*, std::uint64_t> missed_;  // blocks in a row whose phases matched none
 };
 
 std::uint64_t accesses_between(const CacheSnapshot& before, const CacheSnapshot& after) {
@@ -244,8 +257,9 @@ constexpr int kAttempts = 6;  // blocks compared per span before the spans insid
 // where that leaves the block, or repeats the time before.
 constexpr std::size_t kPhases = 7;
 constexpr std::array<std::int64_t, kPhases> kPhaseSixteenths = {1, 2, 3, 4, 6, 8, 12};
+template <class MayWarp>
 std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>& spans, std::int64_t t0,
-                                              std::int64_t length) {
+                                              std::int64_t length, MayWarp may_warp) {
   std::array<std::int64_t, kPhases> at{};
   std::int64_t last = 0;
   const auto inside = std::lower_bound(spans.begin(), spans.end(), t0,
@@ -253,7 +267,7 @@ std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>&
   for (std::size_t k = 0; k < kPhases; ++k) {
     std::int64_t t = t0 + length / 16 * kPhaseSixteenths[k] + length % 16 * kPhaseSixteenths[k] / 16;
     for (auto it = inside; it != spans.end() && it->begin < t; ++it)
-      if (it->end > t && it->end <= t0 + length) t = it->end;
+      if (it->end > t && it->end <= t0 + length && may_warp(*it)) t = it->end;
     at[k] = t <= t0 || t >= t0 + length || t - t0 == last ? -1 : t - t0;
     if (at[k] > 0) last = at[k];
   }
@@ -332,7 +346,9 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       const std::int64_t t0 = now;
       const bool phases = b + 2 < sp.blocks && b + 1 < kAttempts && worth.phases_pay(sp.loop);
       std::array<std::int64_t, kPhases> times;
-      if (phases) times = phase_times(spans, t0, block_time);
+      if (phases)
+        times = phase_times(spans, t0, block_time, [&](const Span& in) { return worth.may_pay(in.loop, in.blocks - 1); });
+      bool compared = false;  // (at a phase of this block and the one before)
       for (std::size_t k = 0; k < kPhases && phases; ++k) {
         const std::int64_t t = times[k];
         if (t < 0) continue;
@@ -341,7 +357,9 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         // The blocks b .. sp.blocks - 1 repeat from here if the window since this
         // phase of block b - 1 renames its state to this one.
         const std::int64_t n = sp.blocks - b;
+        compared = compared || at.phase_time[k] == t;
         if (at.phase_time[k] == t && at.first.matches(at.phase_state[k], at.state, n, &at.previous)) {
+          worth.phases_tried(sp.loop, true);
           recording.pop_back();
           model.fast_forward_phase(at.before, at.phase_state[k], at.state, at.first, at.previous, n);
           for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
@@ -354,6 +372,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         std::swap(at.phase_state[k], at.state);
         at.phase_time[k] = t;
       }
+      if (compared) worth.phases_tried(sp.loop, false);
       if (!phases) at.phase_time.fill(-1);
       within(t0 + block_time, depth + 1, within);
       recording.pop_back();
