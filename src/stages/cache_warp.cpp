@@ -229,7 +229,7 @@ class WarpWorth {
     return k == seen_.end() || pays(1, k->second);
   }
   void saw(const WarpLoop* loop, std::uint64_t per_block) { seen_[loop] = per_block; }
-  // A span of `loop` compared states at phases: whether one matched.
+  // A block of a span of `loop` compared states at phases: whether one matched.
   void phases_tried(const WarpLoop* loop, bool matched) {
     if (matched) missed_.erase(loop);
     else ++missed_[loop];
@@ -252,8 +252,9 @@ std::uint64_t accesses_between(const CacheSnapshot& before, const CacheSnapshot&
 constexpr int kAttempts = 6;  // blocks compared per span before the spans inside it are tried
 
 // The times into a block [t0, t0 + length) at which its state is compared with the block
-// before's at the same time: 1/16, 1/8, 3/16, 1/4, 3/8, 1/2 and 3/4 of the way, each moved on to the end of
-// any span inside the block that holds it (a span is warped whole or not at all); -1
+// before's at the same time: 1/16, 1/8, 3/16, 1/4, 3/8, 1/2 and 3/4 of the way, each moved
+// on to the end of any span inside the block that holds it and may warp (a span is
+// warped whole or not at all; one known not to pay is simulated, and may be cut); -1
 // where that leaves the block, or repeats the time before.
 constexpr std::size_t kPhases = 7;
 constexpr std::array<std::int64_t, kPhases> kPhaseSixteenths = {1, 2, 3, 4, 6, 8, 12};
