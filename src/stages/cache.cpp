@@ -2460,14 +2460,13 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       if (p < nb) fall = p - top;
       else if (nb != a.lines.size()) return false;  // (gone only from a full shadow)
     }
-    for (std::size_t p = top; p < top + fall; ++p) {
+    for (std::size_t p = top; p < nb; ++p) {
       const std::size_t j = newest(b, p);
-      if (b.shadow_owner[j] >= delta_.size() || delta_[b.shadow_owner[j]] == 0) return false;
+      if (!idle(b.shadow[j], b.shadow_owner[j], true)) return false;
+      if (p < top + fall ? delta_[b.shadow_owner[j]] == 0  // (shifted by the blocks after)
+                         : p - fall >= na || a.shadow[newest(a, p - fall)] != b.shadow[j])
+        return false;
     }
-    for (std::size_t p = top + fall; p < nb; ++p)
-      if (p - fall >= na || a.shadow[newest(a, p - fall)] != b.shadow[newest(b, p)]) return false;
-    for (std::size_t p = top; p < nb; ++p)
-      if (const std::size_t j = newest(b, p); !idle(b.shadow[j], b.shadow_owner[j], true)) return false;
     for (std::size_t p = top; p < na; ++p)
       if (const std::size_t i = newest(a, p); !idle(a.shadow[i], a.shadow_owner[i], false)) return false;
   }
@@ -2544,11 +2543,13 @@ void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<
     case Kind::small_fifo: move(small_fifo); break;
     default: throw std::logic_error("CacheModel::fast_forward: the engine cannot warp");
   }
-  if (config.three_cs && block.shadow_top() < shadow.size()) {
-    // The newest shadow_top() places shifted; below them, the lines that fell out of
-    // them in each block skipped (the last block's first), each those of `shadow`
-    // shifted once more, then `shadow`'s own below them; as many as the shadow holds.
-    const std::size_t n = shadow.size(), top = block.shadow_top(), fall = block.shadow_fall();
+  if (config.three_cs) {
+    // The newest shadow_top() places shifted (all of them where the whole shadow
+    // matched: a phase's `start` may hold fewer lines than the state it matched);
+    // below them, the lines that fell out of them in each block skipped (the last
+    // block's first), each those of `shadow` shifted once more, then `shadow`'s own
+    // below them; as many as the shadow holds.
+    const std::size_t n = shadow.size(), top = std::min(block.shadow_top(), n), fall = block.shadow_fall();
     const std::size_t room = config.lines();
     std::vector<std::uint64_t> lines;  // newest first
     lines.reserve(std::min<std::uint64_t>(room, n + std::uint64_t(blocks) * fall));
@@ -2558,10 +2559,6 @@ void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<
         lines.push_back(std::uint64_t(std::int64_t(shadow[n - 1 - p]) + k * delta[shadow_owner[n - 1 - p]]));
     for (std::size_t p = top; p < n && lines.size() < room; ++p) lines.push_back(shadow[n - 1 - p]);
     std::reverse(lines.begin(), lines.end());
-    shadow_assign(lines);
-  } else if (config.three_cs) {
-    std::vector<std::uint64_t> lines = shadow;
-    for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = shift(lines[i], shadow_owner[i], true);
     shadow_assign(lines);
   }
 }
