@@ -1019,6 +1019,40 @@ TEST_CASE("cache lines: the trace as runs gives the lines the elements give") {
   }
 }
 
+TEST_CASE("cache lines: one pipeline sought forward window by window gives each window's lines") {
+  // warp_trace keeps one pipeline and seeks it to each window it simulates: each window
+  // must give what a pipeline made for it alone gives, with or without windows skipped.
+  const Schedule s = th::compile_text(th::kConv1d);
+  const AddressMap map = default_address_map(s, StreamContext{&s, {}, {}}, 64);
+  const std::int64_t n = s.n_timesteps;
+  REQUIRE(n >= 6);
+  using Line = std::tuple<std::int64_t, std::uint64_t, std::uint32_t, bool>;
+  const auto drain = [](auto& p, std::int64_t until, std::vector<Line>& to) {
+    for (auto batch = p.next_batch(until); !batch.empty(); batch = p.next_batch(until))
+      for (const LineAccess& x : batch) to.emplace_back(x.timestep, x.line, x.trace, x.write);
+  };
+  // Windows [a, b) in time order, some back to back, some with time skipped between.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> windows = {
+      {0, 1}, {1, 3}, {4, 5}, {5, 5}, {n / 2, n / 2 + 2}, {n - 2, n}};
+  auto sought = trace_runs_pipeline(s, {}) | cache_lines(8, map, true);
+  std::size_t lines = 0;
+  for (const auto& [a, b] : windows) {
+    CAPTURE(a);
+    CAPTURE(b);
+    TraceOptions o;
+    o.from = a, o.to = b;
+    auto alone = trace_runs_pipeline(s, o) | cache_lines(8, map, true);
+    std::vector<Line> want, got;
+    drain(alone, kEndOfTime, want);
+    sought.seek(a);
+    drain(sought, b, got);
+    CHECK(got == want);
+    for (const Line& l : got) CHECK((std::get<0>(l) >= a && std::get<0>(l) < b));
+    lines += got.size();
+  }
+  CHECK(lines > 10);
+}
+
 namespace {
 
 // Z[m, n] += A[m, k] * W[k, n] with 4-byte values: W stays while m streams, the shape

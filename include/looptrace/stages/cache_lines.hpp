@@ -126,6 +126,15 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
     return {out_.data(), out_.size()};
   }
   std::int64_t next_timestep() const { return up_.next_timestep(); }
+  // To the first timestep >= t (forward only: a batch ends with a whole timestep, so
+  // no line of one is pending). A caller that simulates windows of one stream apart
+  // (warp_trace: thousands of them) keeps one pipeline and its grown buffers.
+  void seek(std::int64_t t)
+    requires SeekableSource<Up>
+  {
+    up_.seek(t);
+    floor_ = later(floor_, t);
+  }
   const StreamContext& context() const { return up_.context(); }
   std::uint64_t line_bytes() const { return line_bytes_; }
   const Up& upstream() const { return up_; }
