@@ -1212,11 +1212,13 @@ CacheConfig random_warp_cache(std::mt19937_64& rng, unsigned smallest) {
 // each run warped and plainly: every figure must be the plain one. Returns the warps.
 std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, std::uint64_t seed,
                                   unsigned smallest_line, std::uint64_t* phases = nullptr,
-                                  std::uint64_t* partial_shadows = nullptr) {
+                                  std::uint64_t* partial_shadows = nullptr, std::uint64_t* idle_places = nullptr,
+                                  bool three_cs = true) {
   std::mt19937_64 rng(seed);
-  std::uint64_t warps = 0, phase_warps = 0, partial_shadow_warps = 0;
+  std::uint64_t warps = 0, phase_warps = 0, partial_shadow_warps = 0, idle_place_warps = 0;
   for (int round = 0; round < 120; ++round) {
-    const CacheConfig c = random_warp_cache(rng, smallest_line);
+    CacheConfig c = random_warp_cache(rng, smallest_line);
+    c.three_cs = three_cs;
     TraceOptions o;
     if (round % 3 == 1) o.from = std::int64_t(rng() % 20), o.to = std::int64_t(100 + rng() % 400);
     CacheRunOptions plain, warped;
@@ -1237,10 +1239,12 @@ std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, 
       warps += b.warp->warps;
       phase_warps += b.warp->phase_warps;
       partial_shadow_warps += b.warp->partial_shadow_warps;
+      idle_place_warps += b.warp->idle_place_warps;
     }
   }
   if (phases) *phases = phase_warps;
   if (partial_shadows) *partial_shadows = partial_shadow_warps;
+  if (idle_places) *idle_places = idle_place_warps;
   return warps;
 }
 
@@ -1313,6 +1317,83 @@ TEST_CASE("cache warp: a shadow compared in its newest places only, then read ag
     CHECK(warps_against_plain(s, buffered ? "transfers:MainMemory" : "trace", buffered ? 43 : 77, 2, nullptr,
                               &partial) > 10);
     CHECK(partial > 10);
+  }
+}
+
+// Scores like DeepSeek-V3's QK: for each head h, S[h, p] = Q[h, e] . K[p, e] over the
+// context p, a row of K and Q's row for the head at each timestep. The loop over p
+// translates (K and S move with it, Q does not); each head's span of it starts with the
+// lines of the head before in the sets (Q's row, K's last rows), which are touched by no
+// block of the span, or only by its last, and age out of their places over its first
+// blocks, while the lines that take those places are idle too. With rows of one
+// element, a block brings few lines into a set, and the lines of the head before stay
+// for several blocks. `reread`: each step also reads the row of K 16 steps on (a window:
+// a line the next block leaves alone, the one after reads again).
+std::string scores_workload(int e, bool reread) {
+  return R"(
+workload:
+  iteration_space_shape: {h: 0 <= h < 6, p: 0 <= p < 48, e: 0 <= e < )" + std::to_string(e) +
+         (reread ? ", r: 0 <= r < 2" : "") + R"(}
+  bits_per_value: {All: 32}
+  einsums:
+  - name: S
+    tensor_accesses:
+    - {name: Q, projection: [h, e]}
+    - {name: K, projection: )" + (reread ? "{P: p + 16 * r, E: e}" : "[p, e]") + R"(}
+    - {name: S, projection: [h, p], output: True}
+  - name: B
+    tensor_accesses:
+    - {name: K, projection: {P: 47 - p, E: e}}
+    - {name: S, projection: {H: 5 - h, P: 47 - p}}
+    - {name: B, projection: [h, p, e], output: True}
+)";
+}
+// The scores, then a read back of K and S, the newest first (B): its hits are the lines
+// the scores' last span left in the cache, so a warp that left other lines there shows
+// in its counts.
+std::string scores_mapping(bool reread) {
+  const std::string r = reread ? "      - !Temporal {rank_variable: r, tile_shape: 1}\n" : "";
+  return R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [Q, K, S, B]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: h, tile_shape: 1}
+      - !Temporal {rank_variable: p, tile_shape: 1}
+)" + r + R"(      - !Compute {einsum: S, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: h, tile_shape: 1}
+      - !Temporal {rank_variable: p, tile_shape: 1}
+      - !Compute {einsum: B, component: MAC}
+)";
+}
+
+TEST_CASE("cache warp: states that differ where they hold idle lines, the old one aged out") {
+  // A place where the state before a block holds a line the block did not touch, and
+  // the state after it a line the next block does not touch (both clean, or dirty lines
+  // of one tensor), holds a line that does nothing in the next block either way: where
+  // the old line is gone after the block, the next block ages the new one out as well,
+  // and the blocks translate from there; where it moved to an older place, the new one
+  // follows it there, block after block (LRU), until it is gone, no block touching it
+  // or the lines of the blocks' own states at its places on the way. Every figure must
+  // be the plain one, with such places taken.
+  for (const auto& [e, reread] : {std::pair{4, false}, std::pair{1, false}, std::pair{1, true}}) {
+    const Schedule s = th::compile_text2(scores_workload(e, reread), scores_mapping(reread));
+    for (const bool three_cs : {false, true}) {
+      CAPTURE(e);
+      CAPTURE(reread);
+      CAPTURE(three_cs);
+      std::uint64_t idle = 0, total_idle = 0;
+      for (const std::uint64_t seed : {5, 6, 7, 8}) {
+        CHECK(warps_against_plain(s, "trace", seed, 2, nullptr, nullptr, &idle, three_cs) > 10);
+        total_idle += idle;
+      }
+      if (!three_cs) CHECK(total_idle > 10);  // (with them, the shadow of these small caches differs too)
+    }
   }
 }
 

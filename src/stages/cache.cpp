@@ -2223,6 +2223,7 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
     case Kind::small_fifo: m.small_fifo.snapshot(out); break;
     default: throw std::logic_error("CacheModel::snapshot: the engine cannot warp");
   }
+  out.ways = m.kind == Kind::ordered ? m.config.lines() : m.config.associativity();
   out.shadow.clear(), out.shadow_owner.clear();
   if (m.config.three_cs) {
     m.shadow_lines(out.shadow);
@@ -2338,7 +2339,7 @@ WarpBlock::Runs WarpBlock::runs() const {
 bool WarpBlock::touched(std::uint64_t line) const { return touched_lines_->test(line); }
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
-  stay_.clear(), stay_shadow_.clear();
+  stay_.clear(), stay_shadow_.clear(), idle_places_ = 0;
   shadow_top_ = b.shadow.size(), shadow_fall_ = 0;
   if (a.lines.size() != b.lines.size() || overflow_) return false;
   if (also && (also->overflow_ || also->delta_ != delta_)) return false;
@@ -2390,14 +2391,36 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (delta_[owner] == 0) return !still_lines_->test(line);
     return (after || !touched(line)) && out_of_reach(line, owner);
   };
+  // A place may also hold idle lines that differ (DeepSeek-V3's scores: the lines of the
+  // heads before the span leave the sets only the keys use over four blocks, while the
+  // next ones are alike): `earlier`'s line e there, which this block did not touch and
+  // which is gone from `later` (it aged out), and `later`'s line l, which the next block
+  // does not touch, both clean or both dirty lines of one tensor. The next block from
+  // `later` then does what this one did from `earlier` shifted (e's image, idle too, is
+  // as good as l at that place: neither is accessed, and either is written back as the
+  // other would be): the same outcomes, and l ages out of the place as e did, so that
+  // block ends in `later` shifted, line for line, and the blocks translate from there
+  // (CacheModel::fast_forward shifts `later`). Not across two records (`also`).
+  const auto untouched = [&](std::uint64_t line, std::uint32_t owner) {  // by this block
+    if (delta_[owner] != 0) return !touched(line);
+    if (!still_marked_) wants_still_ = true;  // (the lines no block touches are not known)
+    return still_marked_ && !still_lines_->test(line);
+  };
+  std::vector<std::size_t> idle_at;  // the places of idle lines, checked below: e gone from `later`
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
       if (a.lines[i] != b.lines[i]) return false;
       continue;
     }
-    if (a.dirty[i] != b.dirty[i] || a.owner[i] != b.owner[i] || !classify(a.lines[i], a.owner[i], b.lines[i], false))
+    if (a.dirty[i] == b.dirty[i] && a.owner[i] == b.owner[i] && classify(a.lines[i], a.owner[i], b.lines[i], false))
+      continue;
+    const std::uint32_t oe = a.owner[i], ol = b.owner[i];
+    if (also || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() || (a.dirty[i] && oe != ol) ||
+        !untouched(a.lines[i], oe) || !untouched(std::uint64_t(std::int64_t(b.lines[i]) - delta_[ol]), ol))
       return false;
+    idle_at.push_back(i);
   }
+  if (!idle_at.empty() && !idle_lines_age_out(a, b, idle_at)) return false;
   // The shadow, a fully associative LRU, remembers lines longer than a block: where the
   // blocks go on past what it held before them (DeepSeek-V3's scatter to its experts:
   // the lines of the experts before in its oldest places), it never repeats whole. But
@@ -2472,8 +2495,29 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   }
   shadow_fall_ = fall;
   shadow_top_ = top;
+  idle_places_ = idle_at.size();
   std::sort(stay_.begin(), stay_.end());
   std::sort(stay_shadow_.begin(), stay_shadow_.end());
+  return true;
+}
+
+// After matches() found `earlier` and `later` alike but for the places `idle_at`, where
+// both hold lines idle through the next block: whether each of `earlier`'s lines there
+// is gone from `later` (it aged out in the block; lines keep their sets, so it is looked
+// for in its set alone). Then `later`'s line there ages out in the next block, and that
+// block ends in `later` shifted, line for line. (Where the old line only went to an
+// older place, the lines of `later` that moved with the blocks there need not: in
+// DeepSeek-V3's scores the lines of the head before are the lines of the span's last
+// blocks, which look like the next blocks' until they age out; the next blocks' lines
+// take their places, and `later` shifted would hold the wrong ones.)
+bool WarpBlock::idle_lines_age_out(const CacheSnapshot& a, const CacheSnapshot& b,
+                                   const std::vector<std::size_t>& idle_at) const {
+  const std::size_t ways = std::size_t(b.ways);
+  if (ways == 0 || b.lines.size() % ways != 0) return false;
+  for (const std::size_t i : idle_at) {
+    const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);
+    if (std::find(set, set + std::ptrdiff_t(ways), a.lines[i]) != set + std::ptrdiff_t(ways)) return false;
+  }
   return true;
 }
 

@@ -387,6 +387,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       worth.saw(sp.loop, per_block);
       if (at.first.matches(at.before, at.after, left)) {
         stats.partial_shadow_warps += at.first.shadow_top() < at.after.shadow.size();
+        stats.idle_place_warps += at.first.idle_places() != 0;
         model.fast_forward(at.before, at.after, at.first, left);
         for (WarpBlock* outer : recording) outer->add_shifted(at.first, left);
         stats.skipped += std::uint64_t(left) * per_block;
@@ -506,6 +507,7 @@ bool warp_stream(const Schedule& s, const TraceOptions& o, const AddressMap& map
   const auto take_checked = [&] {
     if (checked == 0) return;
     stats.partial_shadow_warps += first.shadow_top() < after.shadow.size();
+    stats.idle_place_warps += first.idle_places() != 0;
     model.fast_forward(before, after, first, checked);
     stats.skipped += std::uint64_t(checked) * per_block;
     ++stats.warps;

@@ -118,6 +118,7 @@ struct CacheTally {
 // set and recency, as the engine and its three-Cs shadow hold them.
 struct CacheSnapshot {
   std::vector<std::uint64_t> lines;   // per set, its ways newest first (~0 where a way is empty)
+  std::uint64_t ways = 0;             // per set in `lines`
   std::vector<std::uint8_t> dirty;    // per entry of `lines`
   std::vector<std::uint32_t> owner;   // per entry of `lines`: the tensor
   std::vector<std::uint64_t> shadow;  // the shadow's lines, oldest first
@@ -181,7 +182,10 @@ class WarpBlock {
   // its delta; another either shifted too (it moves with them: an earlier block's
   // line) or in its place, and then out of reach of the lines the next blocks touch.
   // The renaming keeps sets and tensors, and maps each block and its start state onto
-  // the next. Keeps the lines left in place for CacheModel::fast_forward.
+  // the next. A place of the engine may instead hold lines that differ but are idle:
+  // `earlier`'s, untouched by the block and gone from `later` (it aged out), and
+  // `later`'s, untouched by the next block, both clean or dirty lines of one tensor (the
+  // next block ages `later`'s out as this one did `earlier`'s: idle_places()). Keeps the lines left in place for CacheModel::fast_forward.
   // `also` (if given) is a block recorded before this one: the lines either touched.
   // A phase into a block (CacheModel::fast_forward_phase) compares states one block
   // apart, across two blocks' records: the lines of both are more than the window
@@ -194,6 +198,9 @@ class WarpBlock {
   // others hold lines no block touches), and how many of them fell below those places
   // in the block (each block after pushes down as many, shifted once more).
   std::size_t shadow_top() const { return shadow_top_; }
+  // After matches(): the places of the engine where `earlier` and `later` held idle
+  // lines that differ (see matches()).
+  std::size_t idle_places() const { return idle_places_; }
   std::size_t shadow_fall() const { return shadow_fall_; }
   // Whether add() marks the lines of the tensors that do not move (on after reset()):
   // only a shadow compared in part needs them, and a block of GPT-3's feed-forward
@@ -208,6 +215,8 @@ class WarpBlock {
     std::uint64_t first, last;
     std::uint32_t key, tensor;
   };
+  bool idle_lines_age_out(const CacheSnapshot& earlier, const CacheSnapshot& later,
+                          const std::vector<std::size_t>& idle_at) const;
   // Records the lines first .. last (of one key and tensor) not recorded before.
   void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
@@ -232,6 +241,7 @@ class WarpBlock {
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
   std::size_t shadow_top_ = 0, shadow_fall_ = 0;
+  std::size_t idle_places_ = 0;
   bool overflow_ = false;
 };
 

@@ -40,6 +40,8 @@ struct WarpStats {
   // ... of them whose three-Cs shadow matched in its newest places only (the lines
   // below them no block touches)
   std::uint64_t partial_shadow_warps = 0;
+  // ... of them whose states differ in places holding idle lines (WarpBlock::matches)
+  std::uint64_t idle_place_warps = 0;
   std::uint64_t abandoned = 0;  // blocks of a stream that did not repeat the recorded one (transfers)
 };
 
