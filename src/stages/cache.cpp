@@ -2400,13 +2400,35 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   // as good as l at that place: neither is accessed, and either is written back as the
   // other would be): the same outcomes, and l ages out of the place as e did, so that
   // block ends in `later` shifted, line for line, and the blocks translate from there
-  // (CacheModel::fast_forward shifts `later`). Not across two records (`also`).
-  const auto untouched = [&](std::uint64_t line, std::uint32_t owner) {  // by this block
-    if (delta_[owner] != 0) return !touched(line);
-    if (!still_marked_) wants_still_ = true;  // (the lines no block touches are not known)
-    return still_marked_ && !still_lines_->test(line);
+  // (CacheModel::fast_forward shifts `later`). Not across two records (`also`). Where e
+  // only moved to an older place, the lines of `later` that move with the blocks below
+  // it need not: in DeepSeek-V3's scores the previous heads' lines are the lines of the
+  // span's last blocks, which look like the next blocks' until they age out, and the
+  // next blocks' lines take their places, not `later`'s shifted.
+  const std::size_t ways = std::size_t(b.ways);
+  // Whether place i holds such lines: yes, no, or not known (nullopt: a line of a tensor
+  // that does not move, where those are not marked).
+  const auto idle_place = [&](std::size_t i) -> std::optional<bool> {
+    const std::uint64_t e = a.lines[i], l = b.lines[i];
+    const std::uint32_t oe = a.owner[i], ol = b.owner[i];
+    if (also || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() || (a.dirty[i] && oe != ol) ||
+        ways == 0 || b.lines.size() % ways != 0)
+      return false;
+    const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);  // (lines keep their sets)
+    if (std::find(set, set + std::ptrdiff_t(ways), e) != set + std::ptrdiff_t(ways)) return false;  // e not gone
+    // Whether a line is untouched by this block; of a tensor that does not move, known
+    // only where such lines are marked.
+    const auto untouched = [&](std::uint64_t line, std::uint32_t owner) -> std::optional<bool> {
+      if (delta_[owner] != 0) return !touched(line);
+      if (!still_marked_) return std::nullopt;
+      return !still_lines_->test(line);
+    };
+    const std::optional<bool> e_idle = untouched(e, oe), l_idle = untouched(std::uint64_t(std::int64_t(l) - delta_[ol]), ol);
+    if (e_idle == false || l_idle == false) return false;
+    if (!e_idle || !l_idle) return std::nullopt;
+    return true;
   };
-  std::vector<std::size_t> idle_at;  // the places of idle lines, checked below: e gone from `later`
+  std::size_t idle_places = 0, unknown = 0;
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
       if (a.lines[i] != b.lines[i]) return false;
@@ -2414,13 +2436,13 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     }
     if (a.dirty[i] == b.dirty[i] && a.owner[i] == b.owner[i] && classify(a.lines[i], a.owner[i], b.lines[i], false))
       continue;
-    const std::uint32_t oe = a.owner[i], ol = b.owner[i];
-    if (also || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() || (a.dirty[i] && oe != ol) ||
-        !untouched(a.lines[i], oe) || !untouched(std::uint64_t(std::int64_t(b.lines[i]) - delta_[ol]), ol))
-      return false;
-    idle_at.push_back(i);
+    const std::optional<bool> idle = idle_place(i);
+    if (idle == false) return false;
+    ++(idle ? idle_places : unknown);
   }
-  if (!idle_at.empty() && !idle_lines_age_out(a, b, idle_at)) return false;
+  // Only where that is all that stands in the way do the next blocks mark those lines
+  // (GPT-3's feed-forward blocks touch 10^5 weight lines a timestep).
+  if (unknown != 0) return wants_still_ = true, false;
   // The shadow, a fully associative LRU, remembers lines longer than a block: where the
   // blocks go on past what it held before them (DeepSeek-V3's scatter to its experts:
   // the lines of the experts before in its oldest places), it never repeats whole. But
@@ -2495,29 +2517,9 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   }
   shadow_fall_ = fall;
   shadow_top_ = top;
-  idle_places_ = idle_at.size();
+  idle_places_ = idle_places;
   std::sort(stay_.begin(), stay_.end());
   std::sort(stay_shadow_.begin(), stay_shadow_.end());
-  return true;
-}
-
-// After matches() found `earlier` and `later` alike but for the places `idle_at`, where
-// both hold lines idle through the next block: whether each of `earlier`'s lines there
-// is gone from `later` (it aged out in the block; lines keep their sets, so it is looked
-// for in its set alone). Then `later`'s line there ages out in the next block, and that
-// block ends in `later` shifted, line for line. (Where the old line only went to an
-// older place, the lines of `later` that moved with the blocks there need not: in
-// DeepSeek-V3's scores the lines of the head before are the lines of the span's last
-// blocks, which look like the next blocks' until they age out; the next blocks' lines
-// take their places, and `later` shifted would hold the wrong ones.)
-bool WarpBlock::idle_lines_age_out(const CacheSnapshot& a, const CacheSnapshot& b,
-                                   const std::vector<std::size_t>& idle_at) const {
-  const std::size_t ways = std::size_t(b.ways);
-  if (ways == 0 || b.lines.size() % ways != 0) return false;
-  for (const std::size_t i : idle_at) {
-    const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);
-    if (std::find(set, set + std::ptrdiff_t(ways), a.lines[i]) != set + std::ptrdiff_t(ways)) return false;
-  }
   return true;
 }
 

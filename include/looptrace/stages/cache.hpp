@@ -215,8 +215,6 @@ class WarpBlock {
     std::uint64_t first, last;
     std::uint32_t key, tensor;
   };
-  bool idle_lines_age_out(const CacheSnapshot& earlier, const CacheSnapshot& later,
-                          const std::vector<std::size_t>& idle_at) const;
   // Records the lines first .. last (of one key and tensor) not recorded before.
   void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
