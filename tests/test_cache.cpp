@@ -1377,10 +1377,10 @@ TEST_CASE("cache warp: states that differ where they hold idle lines, the old on
   // the state after it a line the next block does not touch (both clean, or dirty lines
   // of one tensor), holds a line that does nothing in the next block either way: where
   // the old line is gone after the block, the next block ages the new one out as well,
-  // and the blocks translate from there; where it moved to an older place, the new one
-  // follows it there, block after block (LRU), until it is gone, no block touching it
-  // or the lines of the blocks' own states at its places on the way. Every figure must
-  // be the plain one, with such places taken.
+  // and the blocks translate from there. Where the old line only moved to an older
+  // place, they need not (the previous heads' rows of K look like the next blocks' rows
+  // until they age out): taken anyway, the read back after the scores counts other
+  // hits. Every figure must be the plain one, with such places taken.
   for (const auto& [e, reread] : {std::pair{4, false}, std::pair{1, false}, std::pair{1, true}}) {
     const Schedule s = th::compile_text2(scores_workload(e, reread), scores_mapping(reread));
     for (const bool three_cs : {false, true}) {
