@@ -2411,8 +2411,10 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   const auto idle_place = [&](std::size_t i) -> std::optional<bool> {
     const std::uint64_t e = a.lines[i], l = b.lines[i];
     const std::uint32_t oe = a.owner[i], ol = b.owner[i];
+    // (l of a tensor that does not move is never idle: touched by this block, it is by
+    // the next; untouched, it was in `earlier` too, at a place that cannot match.)
     if (also || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() || (a.dirty[i] && oe != ol) ||
-        ways == 0 || b.lines.size() % ways != 0)
+        delta_[ol] == 0 || ways == 0 || b.lines.size() % ways != 0)
       return false;
     const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);  // (lines keep their sets)
     if (std::find(set, set + std::ptrdiff_t(ways), e) != set + std::ptrdiff_t(ways)) return false;  // e not gone

@@ -318,7 +318,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   };
   WarpWorth worth(model.config());
   // The loops whose blocks mark the lines of the tensors that do not move (and the
-  // blocks inside theirs): those whose shadow matched only in part, or could have.
+  // blocks inside theirs): those whose shadow matched only in part, or could have, and
+  // those whose states differed only in places that such marks would show idle.
   std::vector<const WarpLoop*> still_loops;
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
   // block before it: then the rest of its blocks are counted. Each block is simulated

@@ -203,9 +203,10 @@ class WarpBlock {
   std::size_t idle_places() const { return idle_places_; }
   std::size_t shadow_fall() const { return shadow_fall_; }
   // Whether add() marks the lines of the tensors that do not move (on after reset()):
-  // only a shadow compared in part needs them, and a block of GPT-3's feed-forward
-  // layer touches 10^5 weight lines a timestep. After matches(): whether it compared
-  // the shadow in part but could not, for want of them.
+  // only a shadow compared in part, and idle places of such lines, need them, and a
+  // block of GPT-3's feed-forward layer touches 10^5 weight lines a timestep. After
+  // matches(): whether it compared the shadow in part, or found only such places in
+  // the way, but could not tell, for want of them.
   void mark_still(bool on) { mark_still_ = on, still_marked_ = still_marked_ && on; }
   bool marks_still() const { return mark_still_; }
   bool wants_still() const { return wants_still_; }
