@@ -2406,6 +2406,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   // span's last blocks, which look like the next blocks' until they age out, and the
   // next blocks' lines take their places, not `later`'s shifted.
   const std::size_t ways = std::size_t(b.ways);
+  const bool may_idle = !also && ways != 0 && b.lines.size() % ways == 0;
   // Whether place i holds such lines: yes, no, or not known (nullopt: a line of a tensor
   // that does not move, where those are not marked).
   const auto idle_place = [&](std::size_t i) -> std::optional<bool> {
@@ -2413,8 +2414,8 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     const std::uint32_t oe = a.owner[i], ol = b.owner[i];
     // (l of a tensor that does not move is never idle: touched by this block, it is by
     // the next; untouched, it was in `earlier` too, at a place that cannot match.)
-    if (also || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() || (a.dirty[i] && oe != ol) ||
-        delta_[ol] == 0 || ways == 0 || b.lines.size() % ways != 0)
+    if (!may_idle || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() ||
+        (a.dirty[i] && oe != ol) || delta_[ol] == 0)
       return false;
     const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);  // (lines keep their sets)
     if (std::find(set, set + std::ptrdiff_t(ways), e) != set + std::ptrdiff_t(ways)) return false;  // e not gone

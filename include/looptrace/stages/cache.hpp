@@ -185,7 +185,8 @@ class WarpBlock {
   // the next. A place of the engine may instead hold lines that differ but are idle:
   // `earlier`'s, untouched by the block and gone from `later` (it aged out), and
   // `later`'s, untouched by the next block, both clean or dirty lines of one tensor (the
-  // next block ages `later`'s out as this one did `earlier`'s: idle_places()). Keeps the lines left in place for CacheModel::fast_forward.
+  // next block ages `later`'s out as this one did `earlier`'s: idle_places()). Keeps the
+  // lines left in place for CacheModel::fast_forward.
   // `also` (if given) is a block recorded before this one: the lines either touched.
   // A phase into a block (CacheModel::fast_forward_phase) compares states one block
   // apart, across two blocks' records: the lines of both are more than the window
