@@ -1335,8 +1335,10 @@ struct CacheModel::Impl {
   void add_repeats(const CacheSnapshot& a, const CacheSnapshot& b, std::uint64_t n,
                    const std::pair<const CacheSnapshot*, const CacheSnapshot*>* tail, const WarpBlock& record,
                    std::int64_t marks);
+  // from_as_is: the engine holds `from`'s lines where they are (WarpBlock::advance built it).
   void shift_state(const CacheSnapshot* from, const std::vector<std::uint64_t>& shadow,
-                   const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block, std::int64_t blocks);
+                   const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block, std::int64_t blocks,
+                   bool from_as_is = false);
   // The shadow's pins (Replays) taken at the start of the current timestep, or released
   // where the current timestep is at its place R.at (before anything else reads or moves
   // the shadow, or the records are forgotten).
@@ -2224,6 +2226,7 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
     default: throw std::logic_error("CacheModel::snapshot: the engine cannot warp");
   }
   out.ways = m.kind == Kind::ordered ? m.config.lines() : m.config.associativity();
+  out.lru = m.config.policy == CachePolicy::lru;
   out.shadow.clear(), out.shadow_owner.clear();
   if (m.config.three_cs) {
     m.shadow_lines(out.shadow);
@@ -2338,8 +2341,118 @@ WarpBlock::Runs WarpBlock::runs() const {
 
 bool WarpBlock::touched(std::uint64_t line) const { return touched_lines_->test(line); }
 
+std::optional<bool> WarpBlock::touches(std::uint64_t line, std::uint32_t owner) const {
+  if (owner >= delta_.size()) return std::nullopt;
+  if (delta_[owner] != 0) return touched_lines_->test(line);
+  if (!still_marked_) return std::nullopt;
+  return still_lines_->test(line);
+}
+
+namespace {
+
+constexpr std::uint32_t kGone = UINT32_MAX, kTouched = UINT32_MAX - 1, kEmptyPlace = UINT32_MAX - 2;
+
+// How one block moved the lines of one set of an LRU cache, from its places before the
+// block (`earlier`) to after (`later`): the block's lines on top (`filled` places, the
+// newest), then the lines it did not touch in their order before it. `to[q]`: where
+// `earlier`'s place q went (kGone: aged out; kTouched: the block touched it), `from[p]`
+// for p >= filled: where `later`'s place p was. A state whose lines the next block
+// touches as the block did those of `earlier` (shifted) is moved alike.
+struct SetMoves {
+  std::size_t filled = 0;
+  std::vector<std::uint32_t> to, from;
+  // nullopt: not known (a tensor that does not move, not marked); false: not LRU's
+  // order of these lines (a line the block did not touch above one it did, or not in
+  // `earlier`).
+  template <class Touches>
+  static std::optional<SetMoves> of(const std::uint64_t* e, const std::uint32_t* e_owner, const std::uint64_t* l,
+                                    const std::uint32_t* l_owner, std::size_t ways, Touches touches, bool& known) {
+    known = true;
+    SetMoves m;
+    m.to.assign(ways, kGone), m.from.assign(ways, kGone);
+    std::size_t p = 0;
+    for (; p < ways && l[p] != kNoLine; ++p) {
+      const std::optional<bool> t = touches(l[p], l_owner[p]);
+      if (!t) return known = false, std::nullopt;
+      if (!*t) break;
+    }
+    m.filled = p;
+    // `earlier`'s places by line, where a set is long (a fully associative cache).
+    std::unordered_map<std::uint64_t, std::uint32_t> at;
+    if (ways > 64)
+      for (std::size_t q = 0; q < ways; ++q)
+        if (e[q] != kNoLine) at.emplace(e[q], std::uint32_t(q));
+    const auto place_of = [&](std::uint64_t line) -> std::uint32_t {
+      if (ways > 64) {
+        const auto it = at.find(line);
+        return it == at.end() ? kGone : it->second;
+      }
+      for (std::size_t q = 0; q < ways; ++q)
+        if (e[q] == line) return std::uint32_t(q);
+      return kGone;
+    };
+    std::uint32_t last = 0;
+    for (; p < ways && l[p] != kNoLine; ++p) {
+      const std::optional<bool> t = touches(l[p], l_owner[p]);
+      if (!t) return known = false, std::nullopt;
+      const std::uint32_t q = place_of(l[p]);
+      if (*t || q == kGone || (p > m.filled && q <= last) || q > p) return std::nullopt;
+      m.from[p] = q, m.to[q] = std::uint32_t(p), last = q;
+    }
+    for (; p < ways; ++p)
+      if (l[p] != kNoLine) return std::nullopt;
+    for (std::size_t q = 0; q < ways; ++q) {
+      if (e[q] == kNoLine) {
+        m.to[q] = kEmptyPlace;
+        continue;
+      }
+      if (m.to[q] != kGone) continue;
+      const std::optional<bool> t = touches(e[q], e_owner[q]);
+      if (!t) return known = false, std::nullopt;
+      if (*t) m.to[q] = kTouched;
+    }
+    return m;
+  }
+};
+
+}  // namespace
+
+void WarpBlock::advance(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, CacheSnapshot& out) const {
+  const std::size_t ways = std::size_t(b.ways);
+  out.ways = b.ways, out.lru = b.lru;
+  out.lines.assign(b.lines.size(), kNoLine), out.dirty.assign(b.lines.size(), 0), out.owner.assign(b.lines.size(), 0);
+  const auto touches = [&](std::uint64_t line, std::uint32_t owner) { return this->touches(line, owner); };
+  for (std::size_t base = 0; base < b.lines.size(); base += ways) {
+    bool known = true;
+    const std::optional<SetMoves> m = !std::binary_search(idle_sets_.begin(), idle_sets_.end(), base) ? std::nullopt : SetMoves::of(a.lines.data() + base, a.owner.data() + base, b.lines.data() + base,
+                                                   b.owner.data() + base, ways, touches, known);
+    if (!std::binary_search(idle_sets_.begin(), idle_sets_.end(), base)) {
+      // No idle places: the set's lines that move shifted (matches()).
+      for (std::size_t i = base; i < base + ways; ++i) {
+        const std::uint32_t owner = b.owner[i];
+        const bool moves = b.lines[i] != kNoLine && owner < delta_.size() && !stays(b.lines[i], false);
+        out.lines[i] = moves ? std::uint64_t(std::int64_t(b.lines[i]) + blocks * delta_[owner]) : b.lines[i];
+        out.dirty[i] = b.dirty[i], out.owner[i] = owner;
+      }
+      continue;
+    }
+    if (!m) throw std::logic_error("cache warp: a set matches() took does not move as LRU does");
+    for (std::size_t p = 0; p < ways && b.lines[base + p] != kNoLine; ++p) {
+      // Block by block back from the last: the place each line was at one block before.
+      std::size_t q = p;
+      std::int64_t j = blocks;
+      while (j > 0 && q >= m->filled && m->from[q] != q) q = m->from[q], --j;
+      const std::size_t i = base + q;
+      const std::uint32_t owner = b.owner[i];
+      const std::int64_t d = q < m->filled && owner < delta_.size() ? delta_[owner] : 0;
+      out.lines[base + p] = std::uint64_t(std::int64_t(b.lines[i]) + j * d);
+      out.dirty[base + p] = b.dirty[i], out.owner[base + p] = owner;
+    }
+  }
+}
+
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
-  stay_.clear(), stay_shadow_.clear(), idle_places_ = 0;
+  stay_.clear(), stay_shadow_.clear(), idle_sets_.clear(), idle_places_ = 0, rebuilds_ = false;
   shadow_top_ = b.shadow.size(), shadow_fall_ = 0;
   if (a.lines.size() != b.lines.size() || overflow_) return false;
   if (also && (also->overflow_ || also->delta_ != delta_)) return false;
@@ -2391,10 +2504,10 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (delta_[owner] == 0) return !still_lines_->test(line);
     return (after || !touched(line)) && out_of_reach(line, owner);
   };
-  // A place may also hold idle lines that differ (DeepSeek-V3's scores: the lines of the
-  // heads before the span leave the sets only the keys use over four blocks, while the
-  // next ones are alike): `earlier`'s line e there, which this block did not touch and
-  // which is gone from `later` (it aged out), and `later`'s line l, which the next block
+  // Under FIFO, a place may also hold idle lines that differ (as in DeepSeek-V3's
+  // scores: the lines of the heads before the span leave the sets only the keys use over
+  // four blocks, while the next ones are alike): `earlier`'s line e there, which this
+  // block did not touch and which is gone from `later` (it aged out), and `later`'s line l, which the next block
   // does not touch, both clean or both dirty lines of one tensor. The next block from
   // `later` then does what this one did from `earlier` shifted (e's image, idle too, is
   // as good as l at that place: neither is accessed, and either is written back as the
@@ -2404,7 +2517,8 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   // only moved to an older place, the lines of `later` that move with the blocks below
   // it need not: in DeepSeek-V3's scores the previous heads' lines are the lines of the
   // span's last blocks, which look like the next blocks' until they age out, and the
-  // next blocks' lines take their places, not `later`'s shifted.
+  // next blocks' lines take their places, not `later`'s shifted. (Under LRU the wider
+  // rule below, with the state built.)
   const std::size_t ways = std::size_t(b.ways);
   const bool may_idle = !also && ways != 0 && b.lines.size() % ways == 0;
   // Whether place i holds such lines: yes, no, or not known (nullopt: a line of a tensor
@@ -2431,6 +2545,81 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (!e_idle || !l_idle) return std::nullopt;
     return true;
   };
+  // Under LRU, wider: a place whose lines are each accessed by no block before it
+  // leaves the set. Every other place holds lines the blocks rename (or none), so each
+  // next block accesses the places this one did, moves the lines as this one did, and
+  // leaves idle lines at the places it found idle ones (from the place one block before:
+  // `earlier`'s idle or `later`'s, its renamed line's; accessed by no block there, nor
+  // after). Which the next states are is then not `later` shifted (DeepSeek-V3's scores:
+  // the lines of the heads before the span are the keys of its last blocks, accessed
+  // by none before they age out): advance() builds it.
+  const std::int64_t last_block = blocks + 1;  // this block is block 1
+  // Whether block j touches a line, and whether blocks j0 .. j1 do.
+  const auto accessed = [&](std::uint64_t line, std::uint32_t owner, std::int64_t j) {
+    return touches(std::uint64_t(std::int64_t(line) - (j - 1) * delta_[owner]), owner);
+  };
+  const auto accessed_in = [&](std::uint64_t line, std::uint32_t owner, std::int64_t j0,
+                               std::int64_t j1) -> std::optional<bool> {
+    if (j0 > j1) return false;
+    const std::int64_t d = delta_[owner];
+    if (d == 0) return touches(line, owner);
+    if (low_[owner] > high_[owner]) return false;
+    // block j touches line - (j - 1) d: within [low, high] for j - 1 in [k0, k1]
+    const auto floor_div = [](std::int64_t x, std::int64_t y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0))); };
+    const std::int64_t l = std::int64_t(line), lo = std::int64_t(low_[owner]), hi = std::int64_t(high_[owner]);
+    std::int64_t k0 = d > 0 ? -floor_div(hi - l, d) : -floor_div(l - lo, -d);
+    std::int64_t k1 = d > 0 ? floor_div(l - lo, d) : floor_div(hi - l, -d);
+    k0 = std::max(k0, j0 - 1), k1 = std::min(k1, j1 - 1);
+    if (k1 - k0 > 256) return true;  // (taken as touched: not idle)
+    for (std::int64_t k = k0; k <= k1; ++k)
+      if (touched_lines_->test(std::uint64_t(l - k * d))) return true;
+    return false;
+  };
+  std::size_t moves_base = SIZE_MAX;
+  std::optional<SetMoves> moves;
+  bool moves_known = true;
+  const auto touches_now = [&](std::uint64_t line, std::uint32_t owner) { return touches(line, owner); };
+  // Whether `line`, at `place` of its set in the state before block t + 1, is accessed
+  // by no block before it leaves the set (or the last block is over).
+  const auto idle_until_gone = [&](std::uint64_t line, std::uint32_t owner, std::uint32_t place,
+                                   std::int64_t t) -> std::optional<bool> {
+    for (;; ++t) {
+      if (t + 1 > last_block) return true;
+      const std::optional<bool> now = accessed(line, owner, t + 1);
+      if (now != false) return now ? std::optional<bool>(false) : std::nullopt;
+      const std::uint32_t next = moves->to[place];
+      if (next == kGone) return true;
+      if (next == kTouched || next == kEmptyPlace) return false;
+      if (next == place) {  // it stays there
+        const std::optional<bool> later_use = accessed_in(line, owner, t + 2, last_block);
+        if (!later_use) return std::nullopt;
+        return !*later_use;
+      }
+      place = next;
+    }
+  };
+  const auto lru_idle_place = [&](std::size_t i) -> std::optional<bool> {
+    const std::uint64_t e = a.lines[i], l = b.lines[i];
+    const std::uint32_t oe = a.owner[i], ol = b.owner[i];
+    if (!may_idle || a.dirty[i] != b.dirty[i] || oe >= delta_.size() || ol >= delta_.size() ||
+        (a.dirty[i] && oe != ol))
+      return false;
+    const std::size_t base = i - i % ways;
+    if (base != moves_base) {
+      moves_base = base;
+      moves = SetMoves::of(a.lines.data() + base, a.owner.data() + base, b.lines.data() + base, b.owner.data() + base,
+                           ways, touches_now, moves_known);
+    }
+    if (!moves) return moves_known ? std::optional<bool>(false) : std::nullopt;
+    const std::uint32_t place = std::uint32_t(i - base);
+    const std::optional<bool> e_idle = idle_until_gone(e, oe, place, 0);
+    if (e_idle == false) return false;
+    const std::optional<bool> l_idle = idle_until_gone(l, ol, place, 1);
+    if (l_idle == false) return false;
+    if (!e_idle || !l_idle) return std::nullopt;
+    if (idle_sets_.empty() || idle_sets_.back() != base) idle_sets_.push_back(base);
+    return true;
+  };
   std::size_t idle_places = 0, unknown = 0;
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     if (a.lines[i] == kNoLine || b.lines[i] == kNoLine) {
@@ -2439,7 +2628,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     }
     if (a.dirty[i] == b.dirty[i] && a.owner[i] == b.owner[i] && classify(a.lines[i], a.owner[i], b.lines[i], false))
       continue;
-    const std::optional<bool> idle = idle_place(i);
+    const std::optional<bool> idle = a.lru ? lru_idle_place(i) : idle_place(i);
     if (idle == false) return false;
     ++(idle ? idle_places : unknown);
   }
@@ -2521,6 +2710,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   shadow_fall_ = fall;
   shadow_top_ = top;
   idle_places_ = idle_places;
+  rebuilds_ = a.lru && idle_places != 0;
   std::sort(stay_.begin(), stay_.end());
   std::sort(stay_shadow_.begin(), stay_shadow_.end());
   return true;
@@ -2575,13 +2765,13 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
 // each line that moves with the blocks (not one `block` left in place) shifted `blocks` times.
 void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<std::uint64_t>& shadow,
                                    const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block,
-                                   std::int64_t blocks) {
+                                   std::int64_t blocks, bool from_as_is) {
   const std::span<const std::int64_t> delta = block.delta();
   const auto shift = [&](std::uint64_t line, std::uint32_t owner, bool in_shadow) {
     if (owner >= delta.size() || delta[owner] == 0 || block.stays(line, in_shadow)) return line;
     return std::uint64_t(std::int64_t(line) + blocks * delta[owner]);
   };
-  const auto by = [&](std::uint64_t line, std::uint32_t owner) { return shift(line, owner, false); };
+  const auto by = [&](std::uint64_t line, std::uint32_t owner) { return from_as_is ? line : shift(line, owner, false); };
   const auto move = [&](auto& engine) {
     if (from) engine.restore(*from, by);
     else engine.shift(by);
@@ -2619,6 +2809,13 @@ void CacheModel::fast_forward(const CacheSnapshot& a, const CacheSnapshot& b, co
   m.forget_replays();
   m.add_repeats(a, b, std::uint64_t(blocks), nullptr, block, blocks);
   // The lines that move with the blocks move on; those matches() left in place stay.
+  // Where idle lines differed, the engine's state is built instead.
+  if (block.rebuilds()) {
+    CacheSnapshot next;
+    block.advance(a, b, blocks, next);
+    m.shift_state(&next, b.shadow, b.shadow_owner, block, blocks, true);
+    return;
+  }
   m.shift_state(nullptr, b.shadow, b.shadow_owner, block, blocks);
 }
 

@@ -119,6 +119,7 @@ struct CacheTally {
 struct CacheSnapshot {
   std::vector<std::uint64_t> lines;   // per set, its ways newest first (~0 where a way is empty)
   std::uint64_t ways = 0;             // per set in `lines`
+  bool lru = false;                   // places are ranks of last use (else of fill)
   std::vector<std::uint8_t> dirty;    // per entry of `lines`
   std::vector<std::uint32_t> owner;   // per entry of `lines`: the tensor
   std::vector<std::uint64_t> shadow;  // the shadow's lines, oldest first
@@ -182,11 +183,14 @@ class WarpBlock {
   // its delta; another either shifted too (it moves with them: an earlier block's
   // line) or in its place, and then out of reach of the lines the next blocks touch.
   // The renaming keeps sets and tensors, and maps each block and its start state onto
-  // the next. A place of the engine may instead hold lines that differ but are idle:
+  // the next. A place of the engine may instead hold lines that differ but are idle,
+  // both clean or dirty lines of one tensor (idle_places()). Under LRU: each is
+  // accessed by no block before it leaves its set, which the block shows (a line the
+  // block did not touch goes where the block took it, each block after alike); the
+  // state after the blocks is then built place by place (advance()). Under FIFO:
   // `earlier`'s, untouched by the block and gone from `later` (it aged out), and
-  // `later`'s, untouched by the next block, both clean or dirty lines of one tensor (the
-  // next block ages `later`'s out as this one did `earlier`'s: idle_places()). Keeps the
-  // lines left in place for CacheModel::fast_forward.
+  // `later`'s, untouched by the next block (the next block ages it out as this one did
+  // `earlier`'s). Keeps the lines left in place for CacheModel::fast_forward.
   // `also` (if given) is a block recorded before this one: the lines either touched.
   // A phase into a block (CacheModel::fast_forward_phase) compares states one block
   // apart, across two blocks' records: the lines of both are more than the window
@@ -202,6 +206,14 @@ class WarpBlock {
   // After matches(): the places of the engine where `earlier` and `later` held idle
   // lines that differ (see matches()).
   std::size_t idle_places() const { return idle_places_; }
+  // After matches() with idle places under LRU: the state the next `blocks` blocks
+  // leave (blocks <= those matches() was asked for), from `earlier` and `later`, the
+  // states before and after this block. Each place the block filled holds `later`'s
+  // line shifted `blocks` times; each other holds, the way the block moved lines, the
+  // line it holds one block before, back to a place the block filled, or to `later`.
+  bool rebuilds() const { return rebuilds_; }
+  void advance(const CacheSnapshot& earlier, const CacheSnapshot& later, std::int64_t blocks,
+               CacheSnapshot& out) const;
   std::size_t shadow_fall() const { return shadow_fall_; }
   // Whether add() marks the lines of the tensors that do not move (on after reset()):
   // only a shadow compared in part, and idle places of such lines, need them, and a
@@ -242,7 +254,12 @@ class WarpBlock {
   std::vector<std::uint64_t> stay_, stay_shadow_;  // sorted: what matches() left in place
   std::size_t shadow_top_ = 0, shadow_fall_ = 0;
   std::size_t idle_places_ = 0;
+  bool rebuilds_ = false;
+  std::vector<std::size_t> idle_sets_;  // under LRU: the first places of the sets with idle places, in order
   bool overflow_ = false;
+  // Whether this block touched `line` (of `owner`): nullopt for a tensor that does not
+  // move where its lines are not marked.
+  std::optional<bool> touches(std::uint64_t line, std::uint32_t owner) const;
 };
 
 // Which engine simulates a cache. `fastest`: the one made for its shape (a 64-byte
