@@ -1397,13 +1397,13 @@ TEST_CASE("cache warp: states that differ where they hold idle lines, the old on
   }
 }
 
-// The state a warp leaves is plain simulation's, place by place: 120 random caches over
+// The state a warp leaves is plain simulation's, place by place: random caches over
 // the trace of `s` cut at a random timestep (the warps before it taken), the engine's
 // lines, dirty bits and tensors per set newest first, and the three Cs' shadow, against
 // a model that simulated every access. (Counts can agree while a warp left other lines
 // in places no later access reads.) Returns the warps whose state was built place by
 // place (idle places under LRU: WarpBlock::rebuilds).
-std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsigned smallest_line) {
+std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsigned smallest_line, int rounds = 120) {
   std::int64_t end = 0;  // the trace's last timestep
   {
     auto lines = trace_runs_pipeline(s, TraceOptions{}) | cache_lines(4);
@@ -1411,7 +1411,7 @@ std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsign
   }
   std::mt19937_64 rng(seed);
   std::uint64_t warps = 0, rebuilt = 0;
-  for (int round = 0; round < 120; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     CacheConfig c = random_warp_cache(rng, smallest_line);
     c.three_cs = round % 2 == 0;
     TraceOptions o;
@@ -1452,7 +1452,7 @@ TEST_CASE("cache warp: the state a warp leaves is plain simulation's, place by p
     CAPTURE(e);
     CAPTURE(reread);
     const Schedule s = th::compile_text2(scores_workload(e, reread), scores_mapping(reread));
-    CHECK(states_against_plain(s, 11 + std::uint64_t(e), 2) > 5);
+    CHECK(states_against_plain(s, 11 + std::uint64_t(e), 2, 600) > 20);
   }
   states_against_plain(th::compile_text2(kWarpWorkload, kWarpMapping), 12, 0);
   states_against_plain(th::compile_text2(kScatterWorkload, scatter_mapping(false)), 13, 2);
