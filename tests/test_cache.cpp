@@ -1208,6 +1208,39 @@ CacheConfig random_warp_cache(std::mt19937_64& rng, unsigned smallest) {
   return c;
 }
 
+// Cache `c` over `source` of `s` (the selection `o`), run warped and plainly: every
+// figure must be the plain one, per tensor (write-backs included), per trace and in
+// total. Returns the warped run's WarpStats (none where it did not warp).
+std::optional<WarpStats> warped_against_plain(const Schedule& s, const std::string& source, const CacheConfig& c,
+                                              const TraceOptions& o = {}) {
+  CacheRunOptions plain, warped;
+  plain.caches = warped.caches = {c};
+  plain.source = warped.source = source;
+  plain.warp = false;
+  const CacheRun a = simulate_caches(s, o, plain), b = simulate_caches(s, o, warped);
+  CAPTURE(c.size);
+  CAPTURE(c.ways);
+  CAPTURE(c.line_bytes);
+  const std::string policy = policy_name(c.policy);
+  CAPTURE(policy);
+  CAPTURE(c.write_back);
+  CAPTURE(c.write_allocate);
+  CAPTURE(c.three_cs);
+  CHECK(!a.warp);
+  check_same(a.caches[0].total, b.caches[0].total);
+  for (std::size_t t = 0; t < a.caches[0].tensors.size(); ++t) {
+    const std::string tensor = t < s.tensors.size() ? s.tensors[t].name : std::to_string(t);
+    CAPTURE(tensor);
+    check_same(a.caches[0].tensors[t], b.caches[0].tensors[t]);
+  }
+  for (std::size_t t = 0; t < a.caches[0].traces.size(); ++t) {
+    CAPTURE(t);
+    check_same(a.caches[0].traces[t], b.caches[0].traces[t]);
+  }
+  if (b.warp) CHECK(b.warp->simulated + b.warp->skipped == b.caches[0].total.accesses);
+  return b.warp;
+}
+
 // 120 random caches over `source` of `s`, a third of them over a --from/--to window,
 // each run warped and plainly: every figure must be the plain one. Returns the warps.
 std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, std::uint64_t seed,
@@ -1221,25 +1254,12 @@ std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, 
     c.three_cs = three_cs;
     TraceOptions o;
     if (round % 3 == 1) o.from = std::int64_t(rng() % 20), o.to = std::int64_t(100 + rng() % 400);
-    CacheRunOptions plain, warped;
-    plain.caches = warped.caches = {c};
-    plain.source = warped.source = source;
-    plain.warp = false;
-    const CacheRun a = simulate_caches(s, o, plain), b = simulate_caches(s, o, warped);
     CAPTURE(round);
-    CAPTURE(c.size);
-    CAPTURE(c.ways);
-    CAPTURE(c.line_bytes);
-    CHECK(!a.warp);
-    check_same(a.caches[0].total, b.caches[0].total);
-    for (std::size_t t = 0; t < a.caches[0].tensors.size(); ++t) check_same(a.caches[0].tensors[t], b.caches[0].tensors[t]);
-    for (std::size_t t = 0; t < a.caches[0].traces.size(); ++t) check_same(a.caches[0].traces[t], b.caches[0].traces[t]);
-    if (b.warp) {
-      CHECK(b.warp->simulated + b.warp->skipped == b.caches[0].total.accesses);
-      warps += b.warp->warps;
-      phase_warps += b.warp->phase_warps;
-      partial_shadow_warps += b.warp->partial_shadow_warps;
-      idle_place_warps += b.warp->idle_place_warps;
+    if (const std::optional<WarpStats> w = warped_against_plain(s, source, c, o)) {
+      warps += w->warps;
+      phase_warps += w->phase_warps;
+      partial_shadow_warps += w->partial_shadow_warps;
+      idle_place_warps += w->idle_place_warps;
     }
   }
   if (phases) *phases = phase_warps;
@@ -1350,9 +1370,15 @@ workload:
 }
 // The scores, then a read back of K and S, the newest first (B): its hits are the lines
 // the scores' last span left in the cache, so a warp that left other lines there shows
-// in its counts.
-std::string scores_mapping(bool reread) {
+// in its counts. `buffered` puts a buffer below MainMemory under each step of p (in the
+// scores: Q's row, K's row and S's element filled or drained at each step; in the read
+// back: K's row and S's element filled, B's row drained), so that the memory-side cache
+// (--source transfers:MainMemory) sees the trace's pattern in its requests, the read
+// back's included (an Einsum with no buffer below MainMemory sends it none).
+std::string scores_mapping(bool reread, bool buffered = false) {
   const std::string r = reread ? "      - !Temporal {rank_variable: r, tile_shape: 1}\n" : "";
+  const std::string scores = buffered ? "      - !Storage {component: LocalBuffer, tensors: [Q, K, S]}\n" : "";
+  const std::string back = buffered ? "      - !Storage {component: LocalBuffer, tensors: [K, S, B]}\n" : "";
   return R"(
 mapping:
   nodes:
@@ -1363,12 +1389,12 @@ mapping:
       nodes:
       - !Temporal {rank_variable: h, tile_shape: 1}
       - !Temporal {rank_variable: p, tile_shape: 1}
-)" + r + R"(      - !Compute {einsum: S, component: MAC}
+)" + scores + r + R"(      - !Compute {einsum: S, component: MAC}
     - !Nested
       nodes:
       - !Temporal {rank_variable: h, tile_shape: 1}
       - !Temporal {rank_variable: p, tile_shape: 1}
-      - !Compute {einsum: B, component: MAC}
+)" + back + R"(      - !Compute {einsum: B, component: MAC}
 )";
 }
 
@@ -1394,6 +1420,197 @@ TEST_CASE("cache warp: states that differ where they hold idle lines, the old on
       }
       if (!three_cs) CHECK(total_idle > 10);  // (with them, the shadow of these small caches differs too)
     }
+  }
+}
+
+// Caches for the idle-place doctests: for each line size and shape (ways, sets; ways 0:
+// fully associative, of `sets` lines), LRU and FIFO in each write mode given
+// (with_three_cs's), the three Cs on or off.
+std::vector<CacheConfig> cache_grid(std::initializer_list<std::uint64_t> line_bytes,
+                                    std::initializer_list<std::pair<std::uint64_t, std::uint64_t>> shapes,
+                                    bool three_cs, std::initializer_list<int> write_modes = {0, 1, 2}) {
+  std::vector<CacheConfig> out;
+  for (const std::uint64_t line : line_bytes)
+    for (const auto& [ways, sets] : shapes)
+      for (const CachePolicy policy : {CachePolicy::lru, CachePolicy::fifo})
+        for (const int mode : write_modes) {
+          CacheConfig c = with_three_cs(shape(line * (ways == 0 ? 1 : ways) * sets, ways, line, policy), mode);
+          c.three_cs = three_cs;
+          out.push_back(c);
+        }
+  return out;
+}
+
+// Each of `caches` over `source` of `s` against plain simulation (warped_against_plain):
+// the warps taken, and those with idle places, by policy.
+struct IdleWarps {
+  std::uint64_t warps = 0, idle_lru = 0, idle_fifo = 0;
+};
+IdleWarps idle_against_plain(const Schedule& s, const std::string& source, const std::vector<CacheConfig>& caches) {
+  IdleWarps n;
+  for (const CacheConfig& c : caches)
+    if (const std::optional<WarpStats> w = warped_against_plain(s, source, c)) {
+      n.warps += w->warps;
+      (c.policy == CachePolicy::lru ? n.idle_lru : n.idle_fifo) += w->idle_place_warps;
+    }
+  return n;
+}
+
+TEST_CASE("cache warp: idle places with the three Cs on, the shadow repeating too") {
+  // With the three Cs a warp also needs the shadow (a fully associative LRU cache of as
+  // many lines) to repeat, whole or in its newest places, in the same block as the
+  // engine's places do, idle ones aside. Every shape up to 16 ways and 16 sets (256
+  // lines), each line size, policy and write mode: warps with idle places must be
+  // taken, under FIFO and under LRU, and every figure be the plain one.
+  IdleWarps n;
+  for (const auto& [e, reread] : {std::pair{4, false}, std::pair{1, false}, std::pair{1, true}}) {
+    CAPTURE(e);
+    CAPTURE(reread);
+    const Schedule s = th::compile_text2(scores_workload(e, reread), scores_mapping(reread));
+    const IdleWarps k = idle_against_plain(s, "trace",
+                                           cache_grid({4, 8, 16, 32, 64},
+                                                      {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {16, 1}, {1, 2}, {2, 2}, {4, 2},
+                                                       {8, 2}, {16, 2}, {2, 4}, {4, 4}, {8, 4}, {16, 4}, {4, 8},
+                                                       {8, 8}, {16, 8}, {8, 16}, {16, 16}, {0, 8}, {0, 16}},
+                                                      true));
+    n.warps += k.warps, n.idle_lru += k.idle_lru, n.idle_fifo += k.idle_fifo;
+  }
+  CHECK(n.warps > 1000);
+  CHECK(n.idle_fifo > 50);
+  CHECK(n.idle_lru > 0);
+}
+
+TEST_CASE("cache warp: idle places in the ordered engine (fully associative, more than 16 lines)") {
+  // A fully associative LRU or FIFO cache of more than 16 lines is the `ordered` engine
+  // (a hash and a list), whose one set is all its lines: an idle place is a recency rank
+  // of the whole cache. It is the only engine for more than 16 ways that can warp (the
+  // engines in ways hold up to 16): 2 sets of more than 16 ways each are a stamp per
+  // way, which cannot.
+  const auto caches = [](bool three_cs) {
+    return cache_grid({4, 8, 16, 32}, {{0, 24}, {0, 32}, {0, 48}, {0, 64}, {0, 96}, {0, 128}}, three_cs);
+  };
+  for (const CacheConfig& c : caches(true)) {
+    CAPTURE(c.size);
+    CAPTURE(c.line_bytes);
+    REQUIRE(c.sets() == 1);
+    REQUIRE(c.associativity() > 16);
+    CHECK(CacheModel(c, 1, 0).can_warp());
+    if (c.lines() / 2 > 16) {
+      CacheConfig two_sets = c;
+      two_sets.ways = c.lines() / 2;
+      CHECK_FALSE(CacheModel(two_sets, 1, 0).can_warp());
+    }
+  }
+  // The scores' heads as above: every figure the plain one, idle places taken under
+  // LRU and FIFO, and with the three Cs too.
+  for (const bool three_cs : {false, true}) {
+    CAPTURE(three_cs);
+    IdleWarps n;
+    for (const int e : {4, 2}) {
+      const Schedule s = th::compile_text2(scores_workload(e, false), scores_mapping(false));
+      const IdleWarps k = idle_against_plain(s, "trace", caches(three_cs));
+      n.warps += k.warps, n.idle_lru += k.idle_lru, n.idle_fifo += k.idle_fifo;
+    }
+    CHECK(n.warps > 100);
+    CHECK(n.idle_fifo > (three_cs ? 0 : 10));
+    if (!three_cs) CHECK(n.idle_lru > 10);  // (with them, under FIFO only)
+  }
+}
+
+TEST_CASE("cache warp over a stream: idle places in the requests of the buffered scores") {
+  // The scores with a buffer under each step of p (scores_mapping(..., true)): the
+  // requests to MainMemory (warp_stream) repeat the trace's pattern, each head's span
+  // starting with the head before's lines in the sets, and the read back's fills after
+  // them. A block is checked access by access against the recorded one, then counted;
+  // idle places must be taken there too, with every figure the plain one.
+  std::uint64_t idle_three_cs = 0;  // (fewer: the shadow of these small caches differs too)
+  for (const auto& [e, reread] : {std::pair{4, false}, std::pair{1, false}, std::pair{1, true}}) {
+    const Schedule s = th::compile_text2(scores_workload(e, reread), scores_mapping(reread, true));
+    for (const bool three_cs : {false, true}) {
+      CAPTURE(e);
+      CAPTURE(reread);
+      CAPTURE(three_cs);
+      std::uint64_t idle = 0, total_idle = 0;
+      for (const std::uint64_t seed : {5, 6, 7, 8}) {
+        CHECK(warps_against_plain(s, "transfers:MainMemory", seed, 2, nullptr, nullptr, &idle, three_cs) > 10);
+        total_idle += idle;
+      }
+      if (!three_cs) CHECK(total_idle > 100);
+      else idle_three_cs += total_idle;
+    }
+  }
+  CHECK(idle_three_cs > 0);
+}
+
+// Two outputs in one span: for each head, the scores S, then T from them (each step reads
+// S's element and writes T's). T's span starts with S's dirty lines in the sets: where
+// a block ages out a dirty line of S it did not touch, and the state after it holds a
+// dirty line of T at that place, the place is not idle: the next block would write back
+// T's line there, not S's shifted, and a warp that took it would count S's write-backs
+// where plain simulation writes back T's lines (the totals alike).
+const std::string kTwoOutputsWorkload = R"(
+workload:
+  iteration_space_shape: {h: 0 <= h < 6, p: 0 <= p < 48}
+  bits_per_value: {All: 32}
+  einsums:
+  - name: S
+    tensor_accesses:
+    - {name: Q, projection: [h]}
+    - {name: K, projection: [p]}
+    - {name: S, projection: [h, p], output: True}
+  - name: T
+    tensor_accesses:
+    - {name: Q, projection: [h]}
+    - {name: K, projection: [p]}
+    - {name: S, projection: [h, p]}
+    - {name: T, projection: [h, p], output: True}
+  - name: B
+    tensor_accesses:
+    - {name: K, projection: {P: 47 - p}}
+    - {name: S, projection: {H: 5 - h, P: 47 - p}}
+    - {name: T, projection: {H: 5 - h, P: 47 - p}}
+    - {name: B, projection: [h, p], output: True}
+)";
+const std::string kTwoOutputsMapping = R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [Q, K, S, T, B]}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: h, tile_shape: 1}
+      - !Sequential
+        nodes:
+        - !Nested
+          nodes:
+          - !Temporal {rank_variable: p, tile_shape: 1}
+          - !Compute {einsum: S, component: MAC}
+        - !Nested
+          nodes:
+          - !Temporal {rank_variable: p, tile_shape: 1}
+          - !Compute {einsum: T, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: h, tile_shape: 1}
+      - !Temporal {rank_variable: p, tile_shape: 1}
+      - !Compute {einsum: B, component: MAC}
+)";
+
+TEST_CASE("cache warp: dirty lines of two tensors at one place are not idle") {
+  // Write-back caches (allocating on a write miss or not), with and without the three
+  // Cs: every figure the plain one, each tensor's write-backs included, while idle
+  // places (clean lines, or dirty lines of one tensor) are taken.
+  const Schedule s = th::compile_text2(kTwoOutputsWorkload, kTwoOutputsMapping);
+  for (const bool three_cs : {false, true}) {
+    CAPTURE(three_cs);
+    const IdleWarps n = idle_against_plain(
+        s, "trace",
+        cache_grid({4, 8, 16, 32}, {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 4}, {2, 4}, {4, 4},
+                                    {1, 8}, {2, 8}, {4, 8}, {8, 8}, {1, 16}, {2, 16}, {0, 8}, {0, 24}},
+                   three_cs, {0, 2}));
+    CHECK(n.warps > 100);
+    CHECK(n.idle_lru + n.idle_fifo > 10);
   }
 }
 
