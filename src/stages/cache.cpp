@@ -2296,9 +2296,9 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   if (overflow_) return;
   // Only the tensors that move: a line that does not is its own shift, touched or not.
   // The batch a run of consecutive lines at a time (as cache_lines makes them).
-  // The lines of those that do not are marked too where the three Cs' shadow is
-  // compared (matches(): which of its lines no block touches).
-  const bool still = mark_still_ && model.config().three_cs;
+  // The lines of those that do not are marked too where asked (mark_still): matches()
+  // asks which of them no block touches, in the three Cs' shadow and at idle places.
+  const bool still = mark_still_;
   still_marked_ = still_marked_ && still;
   const LineAccess* const end = batch.data() + batch.size();
   for (const LineAccess* p = batch.data(); p != end;) {

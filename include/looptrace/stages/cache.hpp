@@ -245,8 +245,8 @@ class WarpBlock {
   // A bit per line the block touched: which lines of a run are new, and touched().
   std::unique_ptr<SeenLines> touched_lines_;
   // A bit per line of the tensors that do not move that the block touched, where
-  // still_marked_ (mark_still_, and the model has the three Cs' shadow, which
-  // matches() looks into); wants_still_: matches() needed them and had none.
+  // still_marked_ (mark_still_ since reset()); wants_still_: matches() needed them and
+  // had none.
   std::unique_ptr<SeenLines> still_lines_;
   bool still_marked_ = true, mark_still_ = true, wants_still_ = false;
   std::size_t max_runs_ = 0;
