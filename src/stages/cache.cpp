@@ -2730,15 +2730,38 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
                                    const WarpBlock& record, std::int64_t marks) {
   const std::span<const std::int64_t> delta = record.delta();
   std::vector<std::uint64_t> cold(keys.size(), 0);
-  // Block by block, each run of first touches shifted: its lines not seen before are
-  // cold (a single line, as DeepSeek-V3's softmax blocks record 2^19 of, by its bit).
-  for (std::int64_t i = 1; i <= marks && config.three_cs; ++i)
+  // The runs of first touches, single lines one after another at a stride (of one key
+  // and tensor) taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart,
+  // which a word of the bitmap marks 16 of at once.
+  struct Strided {
+    std::uint64_t first, last, stride, count;  // count lines first, + stride, ...; or first .. last
+    std::uint32_t key, tensor;
+  };
+  std::vector<Strided> groups;
+  if (config.three_cs && marks > 0)
     record.each_run([&](std::uint64_t first, const FirstRun& r) {
-      const std::int64_t d = i * delta[r.tensor];
-      const std::uint64_t a = std::uint64_t(std::int64_t(first) + d);
-      if (first == r.last) cold[r.key] += !seen.test_and_set(a);
-      else cold[r.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(r.last) + d));
+      if (!groups.empty() && first == r.last) {
+        Strided& g = groups.back();
+        if (g.first == g.last && g.key == r.key && g.tensor == r.tensor) {
+          const std::uint64_t end = g.first + (g.count - 1) * g.stride;  // its last line
+          if (g.count == 1 ? first > g.first : first == end + g.stride) {
+            if (g.count == 1) g.stride = first - g.first;
+            ++g.count;
+            return;
+          }
+        }
+      }
+      groups.push_back({first, r.last, 1, 1, r.key, r.tensor});
     });
+  // Block by block, each run of first touches shifted: its lines not seen before are cold.
+  for (std::int64_t i = 1; i <= marks && config.three_cs; ++i)
+    for (const Strided& g : groups) {
+      const std::int64_t d = i * delta[g.tensor];
+      const std::uint64_t a = std::uint64_t(std::int64_t(g.first) + d);
+      if (g.count > 1) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
+      else if (g.first == g.last) cold[g.key] += !seen.test_and_set(a);
+      else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
+    }
   // n x (y - x), plus the tail's.
   const auto more = [&](auto field) {
     std::uint64_t v = n * (field(b) - field(a));
