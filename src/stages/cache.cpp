@@ -2256,7 +2256,7 @@ void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs)
 }
 
 void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
-  touched_lines_->set_fresh(first, last, [&](std::uint64_t a, std::uint64_t b) {
+  const auto fresh = [&](std::uint64_t a, std::uint64_t b) {
     low_[tensor] = std::min(low_[tensor], a), high_[tensor] = std::max(high_[tensor], b);
     if (!log_.empty()) {
       Logged& r = log_.back();
@@ -2266,7 +2266,14 @@ void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t ke
       }
     }
     log_.push_back({a, b, key, tensor});
-  });
+  };
+  // One line, touched before in the block, as most are (DeepSeek-V3's scores: a line of
+  // a key row at a time, each read once per query): one bit tested.
+  if (first == last) {
+    if (!touched_lines_->test_and_set(first)) fresh(first, first);
+    return;
+  }
+  touched_lines_->set_fresh(first, last, fresh);
 }
 
 void WarpBlock::join(std::vector<Logged>& runs) {

@@ -87,6 +87,8 @@ class SeenLines {
     const std::uint64_t* p = nullptr;
     if (number == last_page_) {
       p = last_;
+    } else if (std::uint64_t* r = recent(number)) {
+      p = r;
     } else {
       const auto it = pages_.find(number);
       if (it == pages_.end()) return false;
@@ -154,24 +156,44 @@ class SeenLines {
       if (spare_.size() < kSpare) std::fill(p.begin(), p.end(), 0), spare_.push_back(std::move(p));
     pages_.clear();
     last_page_ = ~std::uint64_t(0), last_ = nullptr;
+    recent_number_.fill(~std::uint64_t(0));
   }
 
  private:
   static constexpr std::size_t kSpare = 256;  // 2 MiB
   std::uint64_t* page(std::uint64_t number) {
-    if (number != last_page_) {
-      auto& p = pages_[number];
-      if (p.empty()) {
-        if (spare_.empty()) {
-          p.assign(1024, 0);
-        } else {
-          p = std::move(spare_.back());
-          spare_.pop_back();
-        }
+    if (number == last_page_) return last_;
+    if (std::uint64_t* r = recent(number)) return last_ = r, last_page_ = number, last_;
+    auto& p = pages_[number];
+    if (p.empty()) {
+      if (spare_.empty()) {
+        p.assign(1024, 0);
+      } else {
+        p = std::move(spare_.back());
+        spare_.pop_back();
       }
-      last_ = p.data(), last_page_ = number;
     }
+    last_ = p.data(), last_page_ = number;
+    // (a page's words stay where they are: the map's nodes do not move)
+    recent_number_[next_recent_] = number, recent_[next_recent_] = last_;
+    next_recent_ = (next_recent_ + 1) % kRecent;
     return last_;
+  }
+  // The page of the last few looked up in the map (the lines of a timestep go from
+  // tensor to tensor, pages apart: DeepSeek-V3's scores a page each run of lines).
+  std::uint64_t* recent(std::uint64_t number) const {
+    for (std::size_t k = 0; k < kRecent; ++k)
+      if (recent_number_[k] == number) return recent_[k];
+    return nullptr;
+  }
+  static constexpr std::size_t kRecent = 4;
+  std::array<std::uint64_t, kRecent> recent_number_ = filled_recent();
+  std::array<std::uint64_t*, kRecent> recent_{};
+  std::size_t next_recent_ = 0;
+  static constexpr std::array<std::uint64_t, kRecent> filled_recent() {
+    std::array<std::uint64_t, kRecent> a{};
+    a.fill(~std::uint64_t(0));
+    return a;
   }
 
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
