@@ -2737,38 +2737,53 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
                                    const WarpBlock& record, std::int64_t marks) {
   const std::span<const std::int64_t> delta = record.delta();
   std::vector<std::uint64_t> cold(keys.size(), 0);
-  // The runs of first touches, single lines one after another at a stride (of one key
-  // and tensor) taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart,
-  // which a word of the bitmap marks 16 of at once.
+  // Block by block, each run of first touches shifted: its lines not seen before are
+  // cold. Single lines that follow each other at a stride (of one key and tensor) are
+  // taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart, which a word
+  // of the bitmap marks 16 of at once, and whose log (12 MB) read again for each block
+  // took more time than the marks. The groups are kept aside where they are at most an
+  // eighth of the runs (memory follows the runs); else the runs are read for each block.
   struct Strided {
     std::uint64_t first, last, stride, count;  // count lines first, + stride, ...; or first .. last
     std::uint32_t key, tensor;
   };
-  std::vector<Strided> groups;
-  if (config.three_cs && marks > 0)
-    record.each_run([&](std::uint64_t first, const FirstRun& r) {
-      if (!groups.empty() && first == r.last) {
-        Strided& g = groups.back();
-        if (g.first == g.last && g.key == r.key && g.tensor == r.tensor) {
-          const std::uint64_t end = g.first + (g.count - 1) * g.stride;  // its last line
-          if (g.count == 1 ? first > g.first : first == end + g.stride) {
-            if (g.count == 1) g.stride = first - g.first;
-            ++g.count;
-            return;
-          }
-        }
+  // Each group of the runs in order to fn(group), as found.
+  const auto each_group = [&](auto fn) {
+    Strided g{0, 0, 0, 0, 0, 0};
+    record.each_run([&](std::uint64_t line, const FirstRun& r) {
+      if (line == r.last && g.count != 0 && g.first == g.last && r.key == g.key && r.tensor == g.tensor &&
+          (g.count == 1 ? line > g.first : line == g.first + g.count * g.stride)) {
+        if (g.count == 1) g.stride = line - g.first;
+        ++g.count;
+        return;
       }
-      groups.push_back({first, r.last, 1, 1, r.key, r.tensor});
+      if (g.count != 0) fn(g);
+      g = {line, r.last, 1, 1, r.key, r.tensor};
     });
-  // Block by block, each run of first touches shifted: its lines not seen before are cold.
-  for (std::int64_t i = 1; i <= marks && config.three_cs; ++i)
-    for (const Strided& g : groups) {
-      const std::int64_t d = i * delta[g.tensor];
-      const std::uint64_t a = std::uint64_t(std::int64_t(g.first) + d);
-      if (g.count > 1) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
-      else if (g.first == g.last) cold[g.key] += !seen.test_and_set(a);
-      else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
+    if (g.count != 0) fn(g);
+  };
+  const auto mark = [&](const Strided& g, std::int64_t i) {
+    const std::int64_t d = i * delta[g.tensor];
+    const std::uint64_t a = std::uint64_t(std::int64_t(g.first) + d);
+    if (g.count > 1) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
+    else if (g.first == g.last) cold[g.key] += !seen.test_and_set(a);
+    else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
+  };
+  if (config.three_cs && marks > 0) {
+    std::size_t runs = 0, n = 0;
+    record.each_run([&](std::uint64_t, const FirstRun&) { ++runs; });
+    each_group([&](const Strided&) { ++n; });
+    if (8 * n <= runs) {
+      std::vector<Strided> groups;
+      groups.reserve(n);
+      each_group([&](const Strided& g) { groups.push_back(g); });
+      for (std::int64_t i = 1; i <= marks; ++i)
+        for (const Strided& g : groups) mark(g, i);
+    } else {
+      for (std::int64_t i = 1; i <= marks; ++i)
+        record.each_run([&](std::uint64_t line, const FirstRun& r) { mark({line, r.last, 1, 1, r.key, r.tensor}, i); });
     }
+  }
   // n x (y - x), plus the tail's.
   const auto more = [&](auto field) {
     std::uint64_t v = n * (field(b) - field(a));
