@@ -2204,6 +2204,20 @@ std::uint32_t LineOwners::operator()(std::uint64_t line) const {
   if (it == ranges_.begin() || line > std::prev(it)->last) return UINT32_MAX;
   return std::prev(it)->tensor;
 }
+void LineOwners::of(std::span<const std::uint64_t> lines, std::vector<std::uint32_t>& out) const {
+  out.resize(lines.size());
+  const Range* last = nullptr;  // the range of the line before: lines come a tensor at a time
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::uint64_t l = lines[i];
+    if (last && l >= last->first && l <= last->last) {
+      out[i] = last->tensor;
+      continue;
+    }
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), l, [](std::uint64_t x, const Range& r) { return x < r.first; });
+    last = it == ranges_.begin() || l > std::prev(it)->last ? nullptr : &*std::prev(it);
+    out[i] = last ? last->tensor : UINT32_MAX;
+  }
+}
 
 bool CacheModel::can_warp() const {
   using Kind = Impl::Kind;
@@ -2230,7 +2244,7 @@ void CacheModel::snapshot(const LineOwners& owners, CacheSnapshot& out) const {
   out.shadow.clear(), out.shadow_owner.clear();
   if (m.config.three_cs) {
     m.shadow_lines(out.shadow);
-    for (std::uint64_t l : out.shadow) out.shadow_owner.push_back(owners(l));
+    owners.of(out.shadow, out.shadow_owner);
   }
   out.tallies = m.keys;
   out.writebacks = m.writebacks;
@@ -2477,11 +2491,12 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   };
   std::vector<Stay> stay_owners;
   std::vector<std::uint64_t> along;  // untouched lines that move with the touched ones
+  bool along_sorted = true;           // (sorted when out_of_reach() first needs it)
   const auto classify = [&](std::uint64_t line, std::uint32_t owner, std::uint64_t then, bool shadow) {
     if (owner >= delta_.size()) return false;
     if (then == std::uint64_t(std::int64_t(line) + delta_[owner])) {
       low[owner] = std::min(low[owner], line), high[owner] = std::max(high[owner], line);
-      if (delta_[owner] != 0 && !touched(line)) along.push_back(line);
+      if (delta_[owner] != 0 && !touched(line)) along.push_back(line), along_sorted = false;
       return true;
     }
     if (then != line || touched(line)) return false;
@@ -2491,13 +2506,14 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   };
   // Whether a line of `owner` that the block did not touch is out of reach of the lines
   // that move, shifted 1 .. blocks + 1 times: out of their range so shifted, or (for a
-  // few blocks) none of them so shifted. (`along` sorted.)
+  // few blocks) none of them so shifted.
   const auto out_of_reach = [&](std::uint64_t line, std::uint32_t owner) {
     const std::int64_t d = delta_[owner];
     if (d == 0 || low[owner] > high[owner]) return true;
     const std::int64_t lo = std::int64_t(low[owner]), hi = std::int64_t(high[owner]), l = std::int64_t(line);
     if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) return true;
     if (blocks > 256) return false;
+    if (!along_sorted) std::sort(along.begin(), along.end()), along_sorted = true;
     for (std::int64_t i = 1; i <= blocks + 1; ++i)
       if (touched(std::uint64_t(l - i * d)) || std::binary_search(along.begin(), along.end(), std::uint64_t(l - i * d)))
         return false;
@@ -2663,7 +2679,6 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       if (a.shadow_owner[i] != b.shadow_owner[j] || !classify(a.shadow[i], a.shadow_owner[i], b.shadow[j], true))
         return false;
     }
-    std::sort(along.begin(), along.end());
     for (const Stay& f : stay_owners)
       if (!out_of_reach(f.line, f.owner)) return false;
     return true;
@@ -2676,7 +2691,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       return false;
     }
     low = low0, high = high0, along = along0, stay_shadow_.resize(stays0), stay_owners.resize(owners0);
-    std::sort(along.begin(), along.end());
+    along_sorted = false;
     // The places, from the newest, down to the deepest line a block may touch (found
     // from the oldest: the lines below it are checked again below).
     top = 0;

@@ -69,6 +69,22 @@ class SeenLines {
   // seen before. The lines of a word (64 lines) at a time.
   std::uint64_t test_and_set_strided(std::uint64_t first, std::uint64_t stride, std::uint64_t count) {
     std::uint64_t fresh = 0, l = first;
+    if (stride > 0 && stride < 64) {  // a word's lines as one mask: the stride's bits, shifted
+      std::uint64_t pattern = 0;
+      for (std::uint64_t b = 0; b < 64; b += stride) pattern |= std::uint64_t(1) << b;
+      for (std::uint64_t i = 0; i < count;) {
+        const unsigned at = unsigned(l & 63);
+        const std::uint64_t n = std::min<std::uint64_t>(count - i, (63 - at) / stride + 1);
+        const unsigned top = at + unsigned((n - 1) * stride);  // the last one's bit (<= 63)
+        const std::uint64_t mask = (pattern << at) & (top == 63 ? ~std::uint64_t(0) : (std::uint64_t(2) << top) - 1);
+        std::uint64_t& word = page(l >> 16)[(l >> 6) & 1023];
+        if ((word & mask) == 0) fresh += n;
+        else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
+        word |= mask;
+        i += n, l += n * stride;
+      }
+      return fresh;
+    }
     for (std::uint64_t i = 0; i < count;) {
       std::uint64_t& word = page(l >> 16)[(l >> 6) & 1023];
       const std::uint64_t base = l >> 6;

@@ -98,6 +98,8 @@ class LineOwners {
   void add(std::uint32_t tensor, std::uint64_t first, std::uint64_t last);
   // The tensor of `line`; UINT32_MAX when no range holds it.
   std::uint32_t operator()(std::uint64_t line) const;
+  // out[i]: the tensor of lines[i] (the range of the line before tried first).
+  void of(std::span<const std::uint64_t> lines, std::vector<std::uint32_t>& out) const;
 
  private:
   struct Range {
