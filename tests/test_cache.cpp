@@ -1631,6 +1631,10 @@ std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsign
   for (int round = 0; round < rounds; ++round) {
     CacheConfig c = random_warp_cache(rng, smallest_line);
     c.three_cs = round % 2 == 0;
+    if (round % 3 == 2) {  // 16-way sets, or the ordered engine (fully associative, past 16 lines)
+      if (rng() % 2) c.ways = 0, c.size = c.line_bytes * (24 + rng() % 105);
+      else c.ways = 16, c.size = c.line_bytes * 16 * (std::uint64_t(1) << (rng() % 3));
+    }
     TraceOptions o;
     o.to = 1 + std::int64_t(rng() % std::uint64_t(end + 1));
     auto trace = trace_runs_pipeline(s, o);
@@ -1661,6 +1665,56 @@ std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsign
   return rebuilt;
 }
 
+// The same over the requests to MainMemory (warp_stream, 8-byte lines): the state after
+// the whole stream, warped, against plain simulation's. Returns the warps built place by
+// place.
+std::uint64_t stream_states_against_plain(const Schedule& s, std::uint64_t seed, int rounds) {
+  TransferOptions t;
+  t.level = "MainMemory";
+  t.line_bytes = 8;
+  auto requests = transfer_pipeline(s, TraceOptions{}, t);
+  const AddressMap map = requests.addresses();
+  auto lines = std::move(requests) | cache_lines(8);
+  std::vector<LineAccess> stream;
+  for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) stream.insert(stream.end(), b.begin(), b.end());
+  std::mt19937_64 rng(seed);
+  std::uint64_t warps = 0, rebuilt = 0;
+  for (int round = 0; round < rounds; ++round) {
+    CacheConfig c = random_warp_cache(rng, 3);
+    c.size = c.size / c.line_bytes * 8, c.line_bytes = 8;
+    c.three_cs = round % 2 == 0;
+    CacheModel plain(c, s.tensors.size(), s.traces.size()), warped(c, s.tensors.size(), s.traces.size());
+    const std::size_t cut = stream.size() / 2 + rng() % (stream.size() / 2);  // (a stream cut short, too)
+    const std::span<const LineAccess> in(stream.data(), cut);
+    for (std::size_t i = 0; i < in.size(); i += 7) plain.count(in.subspan(i, std::min<std::size_t>(7, in.size() - i)));
+    plain.finish();
+    std::size_t next = 0;
+    WarpStats stats;
+    if (!warp_stream(s, TraceOptions{}, map, 8, [&] {
+          const std::size_t n = std::min<std::size_t>(7, in.size() - next);
+          next += n;
+          return in.subspan(next - n, n);
+        }, warped, stats))
+      continue;
+    const LineOwners owners;
+    CacheSnapshot x, y;
+    plain.snapshot(owners, x), warped.snapshot(owners, y);
+    CAPTURE(round);
+    CAPTURE(c.size);
+    CAPTURE(c.ways);
+    CAPTURE(c.policy == CachePolicy::lru);
+    CHECK(x.lines == y.lines);
+    CHECK(x.dirty == y.dirty);
+    CHECK(x.owner == y.owner);
+    CHECK(x.shadow == y.shadow);
+    check_same(plain.report().total, warped.report().total);
+    warps += stats.warps;
+    if (c.policy == CachePolicy::lru) rebuilt += stats.idle_place_warps;
+  }
+  CHECK(warps > 10);
+  return rebuilt;
+}
+
 TEST_CASE("cache warp: the state a warp leaves is plain simulation's, place by place") {
   // Where idle lines differed (the scores), the state after the blocks is built place
   // by place, not `later` shifted: the lines of the heads before the span that age out
@@ -1673,6 +1727,13 @@ TEST_CASE("cache warp: the state a warp leaves is plain simulation's, place by p
   }
   states_against_plain(th::compile_text2(kWarpWorkload, kWarpMapping), 12, 0);
   states_against_plain(th::compile_text2(kScatterWorkload, scatter_mapping(false)), 13, 2);
+  // Over the requests of the buffered scores (warp_stream): each block checked access by
+  // access, then counted, and the state built where idle places differed.
+  std::uint64_t rebuilt = 0;
+  for (const auto& [e, reread] : {std::pair{1, false}, std::pair{1, true}})
+    rebuilt += stream_states_against_plain(th::compile_text2(scores_workload(e, reread), scores_mapping(reread, true)),
+                                           21 + std::uint64_t(reread), 300);
+  CHECK(rebuilt > 10);
 }
 
 // The same Einsums with buffers below MainMemory, so that --source transfers:MainMemory

@@ -2577,27 +2577,13 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   // the lines of the heads before the span are the keys of its last blocks, accessed
   // by none before they age out): advance() builds it.
   const std::int64_t last_block = blocks + 1;  // this block is block 1
-  // Whether block j touches a line, and whether blocks j0 .. j1 do.
+  // Whether block j touches a line.
   const auto accessed = [&](std::uint64_t line, std::uint32_t owner, std::int64_t j) {
     return touches(std::uint64_t(std::int64_t(line) - (j - 1) * delta_[owner]), owner);
   };
-  const auto accessed_in = [&](std::uint64_t line, std::uint32_t owner, std::int64_t j0,
-                               std::int64_t j1) -> std::optional<bool> {
-    if (j0 > j1) return false;
-    const std::int64_t d = delta_[owner];
-    if (d == 0) return touches(line, owner);
-    if (low_[owner] > high_[owner]) return false;
-    // block j touches line - (j - 1) d: within [low, high] for j - 1 in [k0, k1]
-    const auto floor_div = [](std::int64_t x, std::int64_t y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0))); };
-    const std::int64_t l = std::int64_t(line), lo = std::int64_t(low_[owner]), hi = std::int64_t(high_[owner]);
-    std::int64_t k0 = d > 0 ? -floor_div(hi - l, d) : -floor_div(l - lo, -d);
-    std::int64_t k1 = d > 0 ? floor_div(l - lo, d) : floor_div(hi - l, -d);
-    k0 = std::max(k0, j0 - 1), k1 = std::min(k1, j1 - 1);
-    if (k1 - k0 > 256) return true;  // (taken as touched: not idle)
-    for (std::int64_t k = k0; k <= k1; ++k)
-      if (touched_lines_->test(std::uint64_t(l - k * d))) return true;
-    return false;
-  };
+  // The places walked, at most a few per line of the cache: a fully associative cache
+  // whose blocks fill a line or two would walk ways / fill places per idle place.
+  std::size_t walk = 8 * a.lines.size() + 1024;
   std::size_t moves_base = SIZE_MAX;
   std::optional<SetMoves> moves;
   bool moves_known = true;
@@ -2608,16 +2594,14 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
                                    std::int64_t t) -> std::optional<bool> {
     for (;; ++t) {
       if (t + 1 > last_block) return true;
+      if (walk-- == 0) return false;
       const std::optional<bool> now = accessed(line, owner, t + 1);
       if (now != false) return now ? std::optional<bool>(false) : std::nullopt;
       const std::uint32_t next = moves->to[place];
       if (next == kGone) return true;
-      if (next == kTouched || next == kEmptyPlace) return false;
-      if (next == place) {  // it stays there
-        const std::optional<bool> later_use = accessed_in(line, owner, t + 2, last_block);
-        if (!later_use) return std::nullopt;
-        return !*later_use;
-      }
+      // (A line stays at its place only where the block filled none above it, and then
+      // the line at that place is the same in both states: never an idle place.)
+      if (next == kTouched || next == kEmptyPlace || next == place) return false;
       place = next;
     }
   };
