@@ -2443,11 +2443,9 @@ void WarpBlock::advance(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   out.ways = b.ways, out.lru = b.lru;
   out.lines.assign(b.lines.size(), kNoLine), out.dirty.assign(b.lines.size(), 0), out.owner.assign(b.lines.size(), 0);
   const auto touches = [&](std::uint64_t line, std::uint32_t owner) { return this->touches(line, owner); };
+  auto idle_set = idle_sets_.begin();  // (both in order)
   for (std::size_t base = 0; base < b.lines.size(); base += ways) {
-    bool known = true;
-    const std::optional<SetMoves> m = !std::binary_search(idle_sets_.begin(), idle_sets_.end(), base) ? std::nullopt : SetMoves::of(a.lines.data() + base, a.owner.data() + base, b.lines.data() + base,
-                                                   b.owner.data() + base, ways, touches, known);
-    if (!std::binary_search(idle_sets_.begin(), idle_sets_.end(), base)) {
+    if (idle_set == idle_sets_.end() || *idle_set != base) {
       // No idle places: the set's lines that move shifted (matches()).
       for (std::size_t i = base; i < base + ways; ++i) {
         const std::uint32_t owner = b.owner[i];
@@ -2457,6 +2455,10 @@ void WarpBlock::advance(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       }
       continue;
     }
+    ++idle_set;
+    bool known = true;
+    const std::optional<SetMoves> m = SetMoves::of(a.lines.data() + base, a.owner.data() + base, b.lines.data() + base,
+                                                   b.owner.data() + base, ways, touches, known);
     if (!m) throw std::logic_error("cache warp: a set matches() took does not move as LRU does");
     for (std::size_t p = 0; p < ways && b.lines[base + p] != kNoLine; ++p) {
       // Block by block back from the last: the place each line was at one block before.
@@ -2556,16 +2558,11 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       return false;
     const auto set = b.lines.begin() + std::ptrdiff_t(i - i % ways);  // (lines keep their sets)
     if (std::find(set, set + std::ptrdiff_t(ways), e) != set + std::ptrdiff_t(ways)) return false;  // e not gone
-    // Whether a line is untouched by this block; of a tensor that does not move, known
-    // only where such lines are marked.
-    const auto untouched = [&](std::uint64_t line, std::uint32_t owner) -> std::optional<bool> {
-      if (delta_[owner] != 0) return !touched(line);
-      if (!still_marked_) return std::nullopt;
-      return !still_lines_->test(line);
-    };
-    const std::optional<bool> e_idle = untouched(e, oe), l_idle = untouched(std::uint64_t(std::int64_t(l) - delta_[ol]), ol);
-    if (e_idle == false || l_idle == false) return false;
-    if (!e_idle || !l_idle) return std::nullopt;
+    // Untouched by this block (of a tensor that does not move, known only where such
+    // lines are marked).
+    const std::optional<bool> e_used = touches(e, oe), l_used = touches(std::uint64_t(std::int64_t(l) - delta_[ol]), ol);
+    if (e_used == true || l_used == true) return false;
+    if (!e_used || !l_used) return std::nullopt;
     return true;
   };
   // Under LRU, wider: a place whose lines are each accessed by no block before it
@@ -2769,10 +2766,9 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
     else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
   };
   if (config.three_cs && marks > 0) {
-    std::size_t runs = 0, n = 0;
-    record.each_run([&](std::uint64_t, const FirstRun&) { ++runs; });
+    std::size_t n = 0;
     each_group([&](const Strided&) { ++n; });
-    if (8 * n <= runs) {
+    if (8 * n <= record.run_count()) {
       std::vector<Strided> groups;
       groups.reserve(n);
       each_group([&](const Strided& g) { groups.push_back(g); });

@@ -177,6 +177,7 @@ class WarpBlock {
   void each_run(Fn fn) const {
     for (const Logged& r : log_) fn(r.first, FirstRun{r.last, r.key, r.tensor});
   }
+  std::size_t run_count() const { return log_.size(); }  // (those each_run gives)
   std::span<const std::int64_t> delta() const { return delta_; }
   // Whether the next `blocks` blocks, each this block shifted once more by delta[tensor]
   // lines (a multiple of the sets: lines keep their sets), repeat its outcomes. `later`
