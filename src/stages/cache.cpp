@@ -2448,10 +2448,8 @@ void WarpBlock::advance(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (idle_set == idle_sets_.end() || *idle_set != base) {
       // No idle places: the set's lines that move shifted (matches()).
       for (std::size_t i = base; i < base + ways; ++i) {
-        const std::uint32_t owner = b.owner[i];
-        const bool moves = b.lines[i] != kNoLine && owner < delta_.size() && !stays(b.lines[i], false);
-        out.lines[i] = moves ? std::uint64_t(std::int64_t(b.lines[i]) + blocks * delta_[owner]) : b.lines[i];
-        out.dirty[i] = b.dirty[i], out.owner[i] = owner;
+        out.lines[i] = b.lines[i] == kNoLine ? kNoLine : shifted(b.lines[i], b.owner[i], blocks, false);
+        out.dirty[i] = b.dirty[i], out.owner[i] = b.owner[i];
       }
       continue;
     }
@@ -2472,6 +2470,11 @@ void WarpBlock::advance(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       out.dirty[base + p] = b.dirty[i], out.owner[base + p] = owner;
     }
   }
+}
+
+std::uint64_t WarpBlock::shifted(std::uint64_t line, std::uint32_t owner, std::int64_t blocks, bool shadow) const {
+  if (owner >= delta_.size() || delta_[owner] == 0 || stays(line, shadow)) return line;
+  return std::uint64_t(std::int64_t(line) + blocks * delta_[owner]);
 }
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
@@ -2807,11 +2810,9 @@ void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<
                                    const std::vector<std::uint32_t>& shadow_owner, const WarpBlock& block,
                                    std::int64_t blocks, bool from_as_is) {
   const std::span<const std::int64_t> delta = block.delta();
-  const auto shift = [&](std::uint64_t line, std::uint32_t owner, bool in_shadow) {
-    if (owner >= delta.size() || delta[owner] == 0 || block.stays(line, in_shadow)) return line;
-    return std::uint64_t(std::int64_t(line) + blocks * delta[owner]);
+  const auto by = [&](std::uint64_t line, std::uint32_t owner) {
+    return from_as_is ? line : block.shifted(line, owner, blocks, false);
   };
-  const auto by = [&](std::uint64_t line, std::uint32_t owner) { return from_as_is ? line : shift(line, owner, false); };
   const auto move = [&](auto& engine) {
     if (from) engine.restore(*from, by);
     else engine.shift(by);
@@ -2832,7 +2833,8 @@ void CacheModel::Impl::shift_state(const CacheSnapshot* from, const std::vector<
     const std::size_t room = config.lines();
     std::vector<std::uint64_t> lines;  // newest first
     lines.reserve(std::min<std::uint64_t>(room, n + std::uint64_t(blocks) * fall));
-    for (std::size_t p = 0; p < top; ++p) lines.push_back(shift(shadow[n - 1 - p], shadow_owner[n - 1 - p], true));
+    for (std::size_t p = 0; p < top; ++p)
+      lines.push_back(block.shifted(shadow[n - 1 - p], shadow_owner[n - 1 - p], blocks, true));
     for (std::int64_t k = blocks; k >= 1 && fall != 0 && lines.size() < room; --k)
       for (std::size_t p = top; p < top + fall && lines.size() < room; ++p)
         lines.push_back(std::uint64_t(std::int64_t(shadow[n - 1 - p]) + k * delta[shadow_owner[n - 1 - p]]));

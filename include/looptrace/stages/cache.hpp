@@ -202,6 +202,9 @@ class WarpBlock {
                const WarpBlock* also = nullptr);
   // After matches(): whether `line` of `later` (the engine's, or the shadow's) stays.
   bool stays(std::uint64_t line, bool shadow) const;
+  // After matches(): where `line` of `later` (the engine's, or the shadow's), of tensor
+  // `owner`, is `blocks` blocks on: moved with its tensor unless it stays.
+  std::uint64_t shifted(std::uint64_t line, std::uint32_t owner, std::int64_t blocks, bool shadow) const;
   // After matches(): the newest places of `later`'s shadow that it compared (the
   // others hold lines no block touches), and how many of them fell below those places
   // in the block (each block after pushes down as many, shifted once more).
