@@ -2269,25 +2269,26 @@ void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
-void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
-  const auto fresh = [&](std::uint64_t a, std::uint64_t b) {
-    low_[tensor] = std::min(low_[tensor], a), high_[tensor] = std::max(high_[tensor], b);
-    if (!log_.empty()) {
-      Logged& r = log_.back();
-      if (r.last + 1 == a && r.key == key && r.tensor == tensor) {
-        r.last = b;
-        return;
-      }
+void WarpBlock::log_fresh(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
+  low_[tensor] = std::min(low_[tensor], first), high_[tensor] = std::max(high_[tensor], last);
+  if (!log_.empty()) {
+    Logged& r = log_.back();
+    if (r.last + 1 == first && r.key == key && r.tensor == tensor) {
+      r.last = last;
+      return;
     }
-    log_.push_back({a, b, key, tensor});
-  };
+  }
+  log_.push_back({first, last, key, tensor});
+}
+
+void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
   // One line, touched before in the block, as most are (DeepSeek-V3's scores: a line of
   // a key row at a time, each read once per query): one bit tested.
   if (first == last) {
-    if (!touched_lines_->test_and_set(first)) fresh(first, first);
+    if (!touched_lines_->test_and_set(first)) log_fresh(first, first, key, tensor);
     return;
   }
-  touched_lines_->set_fresh(first, last, fresh);
+  touched_lines_->set_fresh(first, last, [&](std::uint64_t a, std::uint64_t b) { log_fresh(a, b, key, tensor); });
 }
 
 void WarpBlock::join(std::vector<Logged>& runs) {
@@ -2331,7 +2332,9 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
     if (delta_[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
-    else record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
+    else if (a.line != last) record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
+    // One line, touched before in the block as most are: its key is not asked.
+    else if (!touched_lines_->test_and_set(a.line)) log_fresh(a.line, a.line, std::uint32_t(model.key_of(a)), a.tensor);
   }
   bound();
 }

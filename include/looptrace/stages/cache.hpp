@@ -237,6 +237,8 @@ class WarpBlock {
   };
   // Records the lines first .. last (of one key and tensor) not recorded before.
   void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
+  // The lines first .. last, none recorded before, into the log.
+  void log_fresh(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
   void bound();
   // Sorted by first line, runs that follow each other with one key and tensor made one.
