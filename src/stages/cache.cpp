@@ -1242,10 +1242,15 @@ struct CacheModel::Impl {
     void forget() { size = 0, forgotten = true, unsafe = steps; }
     void next_timestep(std::int64_t t) { size = forgotten ? 0 : at, at = 0, forgotten = false, timestep = t, ++steps; }
     static std::uint32_t key_of(std::size_t key, bool write) { return std::uint32_t(key) << 1 | std::uint32_t(write); }
-    void record(std::size_t i, const LineAccess& a, std::size_t key, std::int64_t id, bool hit, const Victim& v) {
-      if (i >= records.size()) records.resize(std::max<std::size_t>(1024, 2 * i)), evicted.resize(records.size());
+    [[gnu::always_inline]] void record(std::size_t i, const LineAccess& a, std::size_t key, std::int64_t id, bool hit,
+                                       const Victim& v) {
+      if (i >= records.size()) [[unlikely]]
+        grow(i);
       records[i] = {a.line, id, key_of(key, a.write), hit};
       if (!hit) evicted[i] = {v.line, v.tensor, v.valid, v.dirty};
+    }
+    [[gnu::noinline]] void grow(std::size_t i) {
+      records.resize(std::max<std::size_t>(1024, 2 * i)), evicted.resize(records.size());
     }
     // A new mark for the sets that differ.
     std::uint32_t next_gen() {
