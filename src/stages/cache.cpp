@@ -628,7 +628,7 @@ class LruShadow {
  public:
   void init(std::size_t lines) {
     n_ = lines;
-    slots_.init(lines);
+    slots_.init(2 * lines);  // (a quarter full at most: shorter probes and pull-backs)
     ring_.assign(std::bit_ceil(std::max<std::size_t>(64, 4 * lines)), kDead);
     pending_.assign(ring_.size(), kNoLine);
     ring_mask_ = ring_.size() - 1;
@@ -784,7 +784,7 @@ class StampShadow {
     live_.assign(ring / 64, 0), aside_bits_.assign(ring / 64, 0), entry_.assign(ring, 0);
     ring_mask_ = ring - 1;
     tail_ = now_ = 1;  // 0: a stamp of no time (an empty way, or a line the shadow lost)
-    aside_.init(lines);
+    aside_.init(2 * lines);  // (a quarter full at most: erase_at pulls back shorter runs)
   }
   // An access the engine hit, `stamp` its way's: whether the shadow held the line. It
   // is the newest now if it was held or `allocate`.
