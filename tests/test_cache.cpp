@@ -1668,18 +1668,28 @@ std::uint64_t states_against_plain(const Schedule& s, std::uint64_t seed, unsign
   return rebuilt;
 }
 
-// The same over the requests to MainMemory (warp_stream, 8-byte lines): the state after
-// the whole stream, warped, against plain simulation's. Returns the warps built place by
-// place.
-std::uint64_t stream_states_against_plain(const Schedule& s, std::uint64_t seed, int rounds) {
+// The requests `s` makes of MainMemory as 8-byte lines, all of them, and the addresses
+// they were made with (what warp_stream reads).
+struct MainMemoryStream {
+  AddressMap map;
+  std::vector<LineAccess> lines;
+};
+MainMemoryStream main_memory_stream(const Schedule& s) {
   TransferOptions t;
   t.level = "MainMemory";
   t.line_bytes = 8;
   auto requests = transfer_pipeline(s, TraceOptions{}, t);
-  const AddressMap map = requests.addresses();
+  MainMemoryStream out{requests.addresses(), {}};
   auto lines = std::move(requests) | cache_lines(8);
-  std::vector<LineAccess> stream;
-  for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) stream.insert(stream.end(), b.begin(), b.end());
+  for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) out.lines.insert(out.lines.end(), b.begin(), b.end());
+  return out;
+}
+
+// The same over the requests to MainMemory (warp_stream, 8-byte lines): the state after
+// the whole stream, warped, against plain simulation's. Returns the warps built place by
+// place.
+std::uint64_t stream_states_against_plain(const Schedule& s, std::uint64_t seed, int rounds) {
+  const auto [map, stream] = main_memory_stream(s);
   std::mt19937_64 rng(seed);
   std::uint64_t warps = 0, rebuilt = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -1771,14 +1781,7 @@ TEST_CASE("cache warp over a stream: a block that does not repeat the recorded o
   // checked before it are counted, the changed block is simulated from its start, and
   // every count is the plain model's on the same stream.
   const Schedule s = th::compile_text2(kWarpWorkload, kWarpBufferedMapping);
-  TransferOptions t;
-  t.level = "MainMemory";
-  t.line_bytes = 8;
-  auto requests = transfer_pipeline(s, TraceOptions{}, t);
-  const AddressMap map = requests.addresses();
-  auto lines = std::move(requests) | cache_lines(8);
-  std::vector<LineAccess> stream;
-  for (auto b = lines.next_batch(); !b.empty(); b = lines.next_batch()) stream.insert(stream.end(), b.begin(), b.end());
+  const auto [map, stream] = main_memory_stream(s);
   REQUIRE(stream.size() > 100);
   std::mt19937_64 rng(5);
   std::uint64_t gave_up = 0;

@@ -96,9 +96,9 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
     }
   } else if (map_.layouts[tensor].identity()) {
     // A run of elements in address order is one range of bytes: its lines at once.
-    const std::uint64_t base = map_.layouts[tensor].base, stride = map_.layouts[tensor].bytes;
+    const std::uint64_t base = map_.layouts[tensor].base;
     for (const AccessRecord& r : records) {
-      const std::uint64_t a = base + std::uint64_t(r.element) * stride;
+      const std::uint64_t a = base + std::uint64_t(r.element) * bytes;
       take(r.timestep, a, a + std::uint64_t(r.multiplicity) * bytes - 1);
     }
   } else {
