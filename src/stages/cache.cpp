@@ -1171,10 +1171,18 @@ struct CacheModel::Impl {
   struct Replays {
     struct Record {
       std::uint64_t line;
-      std::int64_t id;    // the way that held the line after it, or -1
-      std::uint32_t key;  // key(trace, tensor) << 1 | write
+      std::int64_t id;     // the way that held the line after it, or -1
+      std::uint64_t from;  // trace | tensor << 32 (from_of)
+      std::uint32_t key;   // key(trace, tensor) << 1 | write
       bool hit;
+      bool write;
+      // Whether `a` is this access again (a trace has one tensor: the same trace and
+      // tensor, the same key), in three compares, not the key's branch and shifts.
+      [[gnu::always_inline]] bool same(const LineAccess& a) const { return line == a.line && from == from_of(a) && write == a.write; }
     };
+    [[gnu::always_inline]] static std::uint64_t from_of(const LineAccess& a) {
+      return std::uint64_t(a.tensor) << 32 | a.trace;
+    }
     // What a miss evicted (read back where a set that did not change repeats its misses).
     struct Evicted {
       std::uint64_t line = 0;
@@ -1248,7 +1256,7 @@ struct CacheModel::Impl {
                                        const Victim& v) {
       if (i >= records.size()) [[unlikely]]
         grow(i);
-      records[i] = {a.line, id, key_of(key, a.write), hit};
+      records[i] = {a.line, id, from_of(a), key_of(key, a.write), hit, a.write};
       if (!hit) evicted[i] = {v.line, v.tensor, v.valid, v.dirty};
     }
     [[gnu::noinline]] void grow(std::size_t i) {
@@ -1611,7 +1619,7 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       for (std::size_t i = 0; i < common; ++i) {
         const Replays::Record& r = R.records[i];
         const LineAccess& a = p[i];
-        if (r.line == a.line && r.key == Replays::key_of(key(a.trace, a.tensor), a.write)) {
+        if (r.same(a)) {
           ++same;
           if (!r.hit) {
             const std::size_t set = engine.set_of_line(r.line);
