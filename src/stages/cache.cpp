@@ -1068,6 +1068,10 @@ struct CacheModel::Impl {
   std::vector<CacheTally> keys;
   std::vector<std::uint32_t> key_tensor;     // per key
   std::vector<std::uint64_t> writebacks;     // per tensor (of the evicted line)
+  // Per key << 1 | write: hits repeated (replays_loop's one pass), added to `keys` at the
+  // end of each batch: an increment a place, where finding stretches of one key
+  // mispredicted a branch at each change (DeepSeek-V3's scores change key every few).
+  std::vector<std::uint64_t> repeated;
   std::size_t n_traces = 0;
   // The counters an access of `trace` (or kNoTrace) and `tensor` goes to.
   std::size_t key(std::uint32_t trace, std::uint32_t tensor) const {
@@ -1713,27 +1717,16 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     for (std::size_t i = 0; i < n;) {
       if constexpr (Stamps && kStamped<Engine>)
         if (one_pass) {
-          std::uint32_t run_key = ~std::uint32_t(0);
-          std::size_t from = i;
-          std::uint64_t throughs = 0;
-          const auto add = [&](std::size_t to) {  // the stretch of one key from..to - 1
-            if (to == from) return;
-            CacheTally& c = keys[run_key];
-            c.accesses += to - from, c.hits += to - from, c.write_throughs += throughs;
-            throughs = 0, from = to;
-          };
+          std::uint64_t* const repeats = repeated.data();
           const auto go = [&](std::size_t k) {
             const std::size_t x = i + k;
             if (R.differs[engine.set_of_line(p[x].line)] == gen) return false;
-            const std::uint32_t key = R.records[x].key;
-            if ((key >> 1) != run_key) add(x), run_key = key >> 1;
-            throughs += (key & 1) && wt;
+            ++repeats[R.records[x].key];
             return true;
           };
           const auto id = [&](std::size_t k) { return R.records[i + k].id; };
           if (const std::optional<std::size_t> k = stamps.hit_while(engine, n - i, id, go)) {
             const std::size_t j = i + *k;
-            add(j);
             engine_hits += *k, R.counted += *k;
             if (j == n) break;
             simulate_at(j);
@@ -1803,6 +1796,12 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     }
     R.at = n, p = q;
   }
+  for (std::size_t k = 0; k < repeated.size(); ++k)
+    if (const std::uint64_t c = repeated[k]; c != 0) {
+      CacheTally& t = keys[k >> 1];
+      t.accesses += c, t.hits += c, t.write_throughs += (k & 1) && wt ? c : 0;
+      repeated[k] = 0;
+    }
   // Where timesteps are short, or repeat little of the one before (a random stream, a
   // stream of weights), the records cost more than the repeats save: the next batches
   // are simulated without them.
@@ -1823,6 +1822,7 @@ CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::si
   m.n_traces = n_traces;
   m.keys.resize(n_traces + n_tensors);
   m.key_tensor.assign(n_traces + n_tensors, 0);
+  m.repeated.assign(2 * (n_traces + n_tensors), 0);
 #if defined(__x86_64__)
   __builtin_cpu_init();
   m.wide = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
