@@ -1337,7 +1337,9 @@ struct CacheModel::Impl {
   // Batches left in which count() does not look for streaks: a batch that held none back
   // and whose streaks were shorter than 8 lines on average (a random stream, where the
   // search costs a mispredicted branch an access), or that ended with the three Cs'
-  // shadow on the stamps (mostly hits), skips the next 15.
+  // shadow on the stamps (mostly hits), or whose lines were mostly in streaks held back
+  // and then simulated, too short to count (Mixtral 8x22B's weight tiles: 512 lines a
+  // timestep, where the three Cs need N + P), skips the next 15.
   unsigned streakless = 0;
   std::vector<char> streak_sets;            // settle()'s: the sets a streak touches
   std::vector<std::uint64_t> streak_lines;  // ... and its last N lines
@@ -1964,6 +1966,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   const LineAccess* hold_at = nullptr;
   Streak k = streak;  // in registers: dispatch() does not read it, settle() does
   std::size_t starts = 0;  // streaks started
+  std::size_t wasted = 0;  // lines of streaks held back that ended too short to count
   const std::uint64_t counted_before = replays.counted;
   bool held = false;
   const auto commit = [&] {  // the held lines will be counted: what came before them is simulated
@@ -2020,6 +2023,7 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
     }
     ++starts;
     if (k.committed) streak = k, settle();  // the streak ended with lines held back: from == p
+    else if (k.held != 0) wasted += k.length;
     k = Streak{};  // a line a write does not allocate starts none; held lines not committed stay in the batch
     if (!a.write || config.write_allocate)
       k.first = a.line, k.next = a.line + 1, k.length = 1, k.trace = a.trace, k.tensor = a.tensor, k.write = a.write,
@@ -2044,7 +2048,8 @@ void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {
   // batch (a tile read again at every timestep: DeepSeek-V3's Z_per_expert, whose rows
   // make one streak the shadow holds), the search is off for the next 15 batches.
   const bool replayed = 4 * (replays.counted - counted_before) > 3 * in.size();
-  if (!held && (8 * starts > in.size() || (config.three_cs && on_stamps) || replayed)) streakless = 15;
+  if (!held && (8 * starts > in.size() || (config.three_cs && on_stamps) || replayed || 2 * wasted > in.size()))
+    streakless = 15;
 }
 
 // When a streak's held lines are enough for settle() to count: W periods, and in the
