@@ -310,6 +310,15 @@ template <class Meta>
 class KeyedSets {
  public:
 #if defined(__SSE2__)
+  // lookup() where the way `id` may hold the line (the way a record saw it in): one tag
+  // read where it does, not the set's keys.
+  [[gnu::always_inline]] std::int64_t lookup_at(std::uint64_t line, std::int64_t id) {
+    if (id >= 0 && tag_[std::size_t(id)] == line) {
+      set_ = set_of(line);
+      return id;
+    }
+    return lookup(line);
+  }
   [[gnu::always_inline]] std::int64_t lookup(std::uint64_t line) {
     set_ = set_of(line);
     const __m128i* k = reinterpret_cast<const __m128i*>(meta_[set_].key);
@@ -1124,7 +1133,9 @@ struct CacheModel::Impl {
   };
   Writes writes() const { return {!config.write_back, config.write_allocate, config.three_cs}; }
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
-  bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w, Victim* evicted = nullptr);
+  // `hint`: a way that may hold the line (checked, then the set's keys if it does not).
+  bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w, Victim* evicted = nullptr,
+              std::int64_t hint = -1);
   // Each loop a function of its own: inlined together, the loops of the other shadow and
   // of the repeats slowed this one by a fifth (Mixtral 8x22B's feed-forward blocks).
   // The loops without the three Cs are made twice, for x86-64's baseline and for CPUs
@@ -1439,7 +1450,7 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 [[gnu::always_inline]] inline bool CacheModel::Impl::access(Engine& engine, const LineAccess& a,
                                                             [[maybe_unused]] CacheAccess* r, std::int64_t& id,
-                                                            Writes w, Victim* evicted) {
+                                                            Writes w, Victim* evicted, std::int64_t hint) {
   constexpr bool stamped = Stamps && kStamped<Engine>;
   const bool wt = w.through, wa = w.allocate, classify = !Unclassified && w.classify;
   if constexpr (stamped)
@@ -1455,7 +1466,10 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   bool cold = false, capacity = false;  // capacity: a miss of the shadow, not cold
   if constexpr (!stamped)
     if (classify) capacity = !shadow.access_seen(a.line, allocate, seen, cold) && !cold;
-  id = engine.lookup(a.line);
+  if constexpr (requires { engine.lookup_at(a.line, hint); })
+    id = hint >= 0 ? engine.lookup_at(a.line, hint) : engine.lookup(a.line);
+  else
+    id = engine.lookup(a.line);
   const bool hit = id >= 0;
   if (hit) {
     engine.hit(id);
@@ -1688,7 +1702,11 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
       }
       std::int64_t id;
       Victim v;
-      const bool hit = access<false, Stamps, Unclassified>(engine, p[i], nullptr, id, w, &v);
+      // The way the previous timestep's access at this place left its line in, if that
+      // is the line again: most of these are hits in a set that differs only elsewhere.
+      const std::size_t place = R.at + i;
+      const std::int64_t hint = place < R.size ? R.records[place].id : -1;
+      const bool hit = access<false, Stamps, Unclassified>(engine, p[i], nullptr, id, w, &v, hint);
       const std::size_t k = key(p[i].trace, p[i].tensor);
       if constexpr (Unclassified) tally(k, p[i].tensor, hit, p[i].write && wt);  // access() left it to us
       engine_hits += hit;
