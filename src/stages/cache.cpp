@@ -2384,15 +2384,19 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   const bool still = mark_still_;
   still_marked_ = still_marked_ && still;
   const LineAccess* const end = batch.data() + batch.size();
+  // (read through a local pointer: the bitmaps' stores would make it load delta_'s again
+  // at each access, which was a third of this loop on DeepSeek-V3's layer)
+  const std::int64_t* const delta = delta_.data();
   for (const LineAccess* p = batch.data(); p != end;) {
     const LineAccess& a = *p;
-    if (delta_[a.tensor] == 0 && !still) {
-      ++p;
+    if (delta[a.tensor] == 0 && !still) {  // the accesses of a tensor that stays, at once
+      const std::uint32_t tensor = a.tensor;
+      for (++p; p != end && p->tensor == tensor;) ++p;
       continue;
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
-    if (delta_[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
+    if (delta[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
     else if (a.line != last) record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
     // One line, touched before in the block as most are: its key is not asked.
     else if (!touched_lines_->test_and_set(a.line)) log_fresh(a.line, a.line, std::uint32_t(model.key_of(a)), a.tensor);
