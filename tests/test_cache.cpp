@@ -1277,6 +1277,33 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
   CHECK(phases > 10);  // ... and warps at a phase into a block
 }
 
+TEST_CASE("cache warp: the cold lines of skipped blocks, marked a group of rows at a stride at a time") {
+  // Each block of h reads a new slab of X half a row at a time (p tile outside m): its
+  // first touches are rows of lines at a stride of whole rows, which the blocks a warp
+  // skips mark in the seen bitmap a group at a time (add_repeats). Y stays, so only
+  // X's runs are recorded, one after the other. Cold and capacity: plain simulation's.
+  const Schedule s = th::compile_text2(R"(
+workload:
+  iteration_space_shape: {h: 0 <= h < 24, m: 0 <= m < 8, p: 0 <= p < 64}
+  bits_per_value: {All: 32}
+  einsums:
+  - name: S
+    tensor_accesses:
+    - {name: X, projection: [h, m, p]}
+    - {name: Y, projection: [m, p], output: True}
+)",
+                                       R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [X, Y]}
+  - !Temporal {rank_variable: h, tile_shape: 1}
+  - !Temporal {rank_variable: p, tile_shape: 32}
+  - !Temporal {rank_variable: m, tile_shape: 1}
+  - !Compute {einsum: S, component: MAC}
+)");
+  CHECK(warps_against_plain(s, "trace", 7, 0) > 10);
+}
+
 // A scatter like DeepSeek-V3's to its experts: at each timestep a row of Z (which the
 // loop over x reads again in every iteration) is copied to a row of Y that moves on
 // with x, then Y is read back. Each block of x leaves its rows of Y below the rows of

@@ -2805,21 +2805,23 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
   const std::span<const std::int64_t> delta = record.delta();
   std::vector<std::uint64_t> cold(keys.size(), 0);
   // Block by block, each run of first touches shifted: its lines not seen before are
-  // cold. Single lines that follow each other at a stride (of one key and tensor) are
-  // taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart, which a word
-  // of the bitmap marks 16 of at once, and whose log (12 MB) read again for each block
-  // took more time than the marks. The groups are kept aside where they are at most an
-  // eighth of the runs (memory follows the runs); else the runs are read for each block.
+  // cold. Runs of one length that follow each other at a stride (of one key and tensor)
+  // are taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart, which a
+  // word of the bitmap marks 16 of at once, and whose log (12 MB) read again for each
+  // block took more time than the marks; Mixtral 8x22B's softmax blocks record rows of
+  // 4 lines 64 apart, which cost half its instructions as runs, a page and word walk
+  // each. The groups are kept aside where they are at most an eighth of the runs (memory
+  // follows the runs); else the runs are read for each block.
   struct Strided {
-    std::uint64_t first, last, stride, count;  // count lines first, + stride, ...; or first .. last
+    std::uint64_t first, last, stride, count;  // count runs first .. last, + stride, ...
     std::uint32_t key, tensor;
   };
   // Each group of the runs in order to fn(group), as found.
   const auto each_group = [&](auto fn) {
     Strided g{0, 0, 0, 0, 0, 0};
     record.each_run([&](std::uint64_t line, const FirstRun& r) {
-      if (line == r.last && g.count != 0 && g.first == g.last && r.key == g.key && r.tensor == g.tensor &&
-          (g.count == 1 ? line > g.first : line == g.first + g.count * g.stride)) {
+      if (g.count != 0 && r.last - line == g.last - g.first && r.key == g.key && r.tensor == g.tensor &&
+          (g.count == 1 ? line > g.last : line == g.first + g.count * g.stride)) {
         if (g.count == 1) g.stride = line - g.first;
         ++g.count;
         return;
@@ -2832,7 +2834,8 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
   const auto mark = [&](const Strided& g, std::int64_t i) {
     const std::int64_t d = i * delta[g.tensor];
     const std::uint64_t a = std::uint64_t(std::int64_t(g.first) + d);
-    if (g.count > 1) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
+    if (g.count > 1 && g.first == g.last) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
+    else if (g.count > 1) cold[g.key] += seen.test_and_set_rows(a, g.last - g.first + 1, g.stride, g.count);
     else if (g.first == g.last) cold[g.key] += !seen.test_and_set(a);
     else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
   };
