@@ -1936,6 +1936,33 @@ TEST_CASE("seen lines: a range marks its lines and counts those not seen before"
   }
 }
 
+TEST_CASE("seen lines: pages in the table and past it, cleared and made again") {
+  // Pages below 2^20 (lines below 2^36) are found through a table, those past it through
+  // the last few found and a map; clear() forgets both, and its pages come back zeroed.
+  // Against a set, over lines near 0, across pages, and far past the table, several
+  // pages of each in turn (more than the last few kept at hand).
+  std::mt19937_64 rng(36);
+  const std::uint64_t bases[] = {0, 65536 * 7 - 50, (std::uint64_t(1) << 36) - 1000, std::uint64_t(1) << 36,
+                                 (std::uint64_t(1) << 40) + 7, (std::uint64_t(1) << 40) + 65536 * 9};
+  SeenLines seen;
+  for (int round = 0; round < 3; ++round) {
+    std::set<std::uint64_t> want;
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint64_t l = bases[rng() % std::size(bases)] + rng() % 200000;
+      CHECK(seen.test(l) == (want.count(l) > 0));
+      CHECK(seen.test_and_set(l) == !want.insert(l).second);
+    }
+    for (int i = 0; i < 2000; ++i) {
+      const std::uint64_t first = bases[rng() % std::size(bases)] + rng() % 200000, last = first + rng() % 300;
+      std::uint64_t fresh = 0;
+      for (std::uint64_t l = first; l <= last; ++l) fresh += want.insert(l).second;
+      CHECK(seen.test_and_set_range(first, last) == fresh);
+    }
+    seen.clear();
+    for (const std::uint64_t b : bases) CHECK(!seen.test(b + 1));
+  }
+}
+
 TEST_CASE("warp block: runs of lines, each line with its first access's key; memory follows the cache") {
   CacheConfig c;
   c.size = 1024, c.ways = 4, c.line_bytes = 64;  // 16 lines; a shadow of 16

@@ -100,17 +100,8 @@ class SeenLines {
   // Whether `line` was seen (changing nothing).
   bool test(std::uint64_t line) const {
     const std::uint64_t number = line >> 16;
-    const std::uint64_t* p = nullptr;
-    if (number == last_page_) {
-      p = last_;
-    } else if (std::uint64_t* r = recent(number)) {
-      p = r;
-    } else {
-      const auto it = pages_.find(number);
-      if (it == pages_.end()) return false;
-      p = it->second.data();
-    }
-    return (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
+    const std::uint64_t* p = number == last_page_ ? last_ : find(number);
+    return p != nullptr && (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
   }
 
   // Marks the lines first .. last (first <= last); fn(a, b) for each run a .. b of them
@@ -168,8 +159,10 @@ class SeenLines {
   // block forgets its lines at each block and touches as many pages again, shifted:
   // fresh pages cost the kernel's faults).
   void clear() {
-    for (auto& [number, p] : pages_)
+    for (auto& [number, p] : pages_) {
+      if (number < table_.size()) table_[number] = nullptr;
       if (spare_.size() < kSpare) std::fill(p.begin(), p.end(), 0), spare_.push_back(std::move(p));
+    }
     pages_.clear();
     last_page_ = ~std::uint64_t(0), last_ = nullptr;
     recent_number_.fill(~std::uint64_t(0));
@@ -179,7 +172,7 @@ class SeenLines {
   static constexpr std::size_t kSpare = 256;  // 2 MiB
   std::uint64_t* page(std::uint64_t number) {
     if (number == last_page_) return last_;
-    if (std::uint64_t* r = recent(number)) return last_ = r, last_page_ = number, last_;
+    if (std::uint64_t* r = find(number)) return last_ = r, last_page_ = number, last_;
     auto& p = pages_[number];
     if (p.empty()) {
       if (spare_.empty()) {
@@ -191,9 +184,24 @@ class SeenLines {
     }
     last_ = p.data(), last_page_ = number;
     // (a page's words stay where they are: the map's nodes do not move)
-    recent_number_[next_recent_] = number, recent_[next_recent_] = last_;
-    next_recent_ = (next_recent_ + 1) % kRecent;
+    if (number < kTablePages) {
+      if (table_.size() <= number) table_.resize(number + 1, nullptr);
+      table_[number] = last_;
+    } else {
+      recent_number_[next_recent_] = number, recent_[next_recent_] = last_;
+      next_recent_ = (next_recent_ + 1) % kRecent;
+    }
     return last_;
+  }
+  // The page `number` if it was made, else null: below kTablePages from the table (every
+  // page made there is in it), past it from the last few found, then the map. A warp's
+  // compare asks of lines all over a tensor (DeepSeek-V3's scatter to its experts: the
+  // map's lookups were a quarter of its time).
+  std::uint64_t* find(std::uint64_t number) const {
+    if (number < kTablePages) return number < table_.size() ? table_[number] : nullptr;
+    if (std::uint64_t* r = recent(number)) return r;
+    const auto it = pages_.find(number);
+    return it == pages_.end() ? nullptr : const_cast<std::uint64_t*>(it->second.data());
   }
   // The page of the last few looked up in the map (the lines of a timestep go from
   // tensor to tensor, pages apart: DeepSeek-V3's scores a page each run of lines).
@@ -212,6 +220,10 @@ class SeenLines {
     return a;
   }
 
+  // Pages below this number (2^36 lines) are found by a table of a pointer each, up to
+  // the highest made: 8 bytes for each 2^16 lines of the address space below it.
+  static constexpr std::uint64_t kTablePages = std::uint64_t(1) << 20;
+  std::vector<std::uint64_t*> table_;
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
   std::vector<std::vector<std::uint64_t>> spare_;
   std::uint64_t last_page_ = ~std::uint64_t(0);
