@@ -170,8 +170,14 @@ class SeenLines {
 
  private:
   static constexpr std::size_t kSpare = 256;  // 2 MiB
-  std::uint64_t* page(std::uint64_t number) {
+  // The page `number`, made if need be: the last one, or one in the table, at once;
+  // the rest apart (inlined whole, it was a call at each word of a strided mark).
+  [[gnu::always_inline]] std::uint64_t* page(std::uint64_t number) {
     if (number == last_page_) return last_;
+    if (number < table_.size() && table_[number] != nullptr) return last_ = table_[number], last_page_ = number, last_;
+    return other_page(number);
+  }
+  [[gnu::noinline]] std::uint64_t* other_page(std::uint64_t number) {
     if (std::uint64_t* r = find(number)) return last_ = r, last_page_ = number, last_;
     auto& p = pages_[number];
     if (p.empty()) {
