@@ -2840,12 +2840,14 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
     else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
   };
   if (config.three_cs && marks > 0) {
-    std::size_t n = 0;
-    each_group([&](const Strided&) { ++n; });
-    if (8 * n <= record.run_count()) {
-      std::vector<Strided> groups;
-      groups.reserve(n);
-      each_group([&](const Strided& g) { groups.push_back(g); });
+    // One pass over the runs (DeepSeek-V3's softmax: 2^19 runs at each of its 128 warps,
+    // read twice, once to count the groups and once to keep them, were half this).
+    std::vector<Strided> groups;
+    bool grouped = true;
+    each_group([&](const Strided& g) {
+      if (grouped) groups.push_back(g), grouped = 8 * groups.size() <= record.run_count();
+    });
+    if (grouped) {
       for (std::int64_t i = 1; i <= marks; ++i)
         for (const Strided& g : groups) mark(g, i);
     } else {
