@@ -36,6 +36,12 @@ bool each_line_word(std::uint64_t first, std::uint64_t last, Page page, Fn fn) {
 // reach them (memory follows the lines touched, not the trace).
 class SeenLines {
  public:
+  SeenLines() = default;
+  // Not copied: its table and last pages point into its own pages (a move keeps them).
+  SeenLines(const SeenLines&) = delete;
+  SeenLines& operator=(const SeenLines&) = delete;
+  SeenLines(SeenLines&&) = default;
+  SeenLines& operator=(SeenLines&&) = default;
   // Whether `line` was seen before; marks it.
   [[gnu::always_inline]] bool test_and_set(std::uint64_t line) {
     std::uint64_t& word = page(line >> 16)[(line >> 6) & 1023];
