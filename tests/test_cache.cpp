@@ -1093,6 +1093,32 @@ mapping:
 
 }  // namespace
 
+TEST_CASE("cache lines: a group that repeats the previous one's records, its lines at its own timestep") {
+  // TimestepLines remembers each trace's last group: W's tile, read again while m
+  // streams, is copied, not made again; A's and Z's rows move on (and are not
+  // remembered for a while). One pipeline over the whole trace must give, timestep by
+  // timestep, what a pipeline made for that timestep alone (nothing remembered) gives.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
+  using Line = std::tuple<std::int64_t, std::uint64_t, std::uint32_t, std::uint32_t, bool>;
+  const auto drain = [](auto&& p, std::vector<Line>& to) {
+    for (auto batch = p.next_batch(); !batch.empty(); batch = p.next_batch())
+      for (const LineAccess& x : batch) to.emplace_back(x.timestep, x.line, x.trace, x.tensor, x.write);
+  };
+  for (std::uint64_t line : {4u, 16u, 64u}) {
+    CAPTURE(line);
+    const AddressMap map = default_address_map(s, StreamContext{&s, {}, {}}, 64);
+    std::vector<Line> whole, alone;
+    drain(trace_runs_pipeline(s, {}) | cache_lines(line, map, true), whole);
+    for (std::int64_t t = 0; t < s.n_timesteps; ++t) {
+      TraceOptions o;
+      o.from = t, o.to = t + 1;
+      drain(trace_runs_pipeline(s, o) | cache_lines(line, map, true), alone);
+    }
+    CHECK(whole.size() > 100);
+    CHECK(whole == alone);
+  }
+}
+
 TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the plain simulation's") {
   // A set-associative LRU cache holds back the lines of a streak once its rows are known
   // (on the shadow's stamps, past its N-th) and counts them at once (CacheModel::Impl::settle). Against the generic engine, which

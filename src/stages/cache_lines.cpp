@@ -18,6 +18,7 @@ TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t li
     tensor_.push_back(std::uint32_t(t.tensor_index));
     output_.push_back(t.is_output ? 1 : 0);
   }
+  memo_.resize(s.traces.size());
 }
 
 void TimestepLines::take(std::span<const AccessRecord> records, LineBuffer& out) {
@@ -48,10 +49,46 @@ void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, L
   }
 }
 
+// A group's lines are a function of its records (their elements and multiplicities) and
+// nothing else but its timestep: where a trace's group repeats its previous one (a weight
+// tile a register holds while tokens stream past it, read again at every timestep),
+// its lines are that group's, copied at the new timestep. A trace whose groups differ
+// twice in a row (a row that moves on) is not remembered for the next 64 groups, and a
+// group of more than kMemoLines lines never is: the memory follows a few tiles.
+void TimestepLines::group(std::span<const AccessRecord> records, bool write, LineBuffer& out) {
+  Memo& m = memo_[records.front().trace];
+  if (m.skip != 0) {
+    --m.skip;
+    return make_lines(records, write, out);
+  }
+  const std::int64_t t = records.front().timestep;
+  if (records.size() == m.records.size() &&
+      std::equal(records.begin(), records.end(), m.records.begin(), [t](const AccessRecord& r, const Memo::Run& k) {
+        return r.element == k.element && r.multiplicity == k.multiplicity && r.timestep == t;
+      })) {
+    const std::size_t at = out.size(), n = m.lines.size();
+    out.resize(at + n, boost::container::default_init);
+    LineAccess* o = out.data() + at;
+    for (std::size_t i = 0; i < n; ++i) o[i] = m.lines[i], o[i].timestep = t;
+    m.misses = 0;
+    return;
+  }
+  const std::size_t at = out.size();
+  make_lines(records, write, out);
+  if (++m.misses >= 2 || out.size() - at > kMemoLines) {
+    m.skip = m.misses >= 2 ? 64 : 0, m.misses = 0;
+    m.records.clear(), m.lines.clear();
+    return;
+  }
+  m.records.resize(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) m.records[i] = {records[i].element, records[i].multiplicity};
+  m.lines.assign(out.begin() + std::ptrdiff_t(at), out.end());
+}
+
 // The lines of one trace's accesses at one timestep, each once. With the default
 // layout they ascend, so comparing with the last line suffices; the set is for
 // layouts that do not keep element order.
-void TimestepLines::group(std::span<const AccessRecord> records, bool write, LineBuffer& out) {
+void TimestepLines::make_lines(std::span<const AccessRecord> records, bool write, LineBuffer& out) {
   const std::uint32_t trace = records.front().trace, tensor = tensor_[trace];
   const std::uint64_t bytes = map_.bytes[tensor];
   bool ascending = true;

@@ -79,6 +79,7 @@ class TimestepLines {
  private:
   void groups(std::span<const AccessRecord> records, bool writes, LineBuffer& out);
   void group(std::span<const AccessRecord> records, bool write, LineBuffer& out);
+  void make_lines(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   bool seen_in_group(std::uint64_t line);
 
   AddressMap map_;
@@ -93,6 +94,18 @@ class TimestepLines {
   std::uint32_t gen_ = 0;
   std::size_t set_size_ = 0;
   std::vector<AccessRecord> writes_;  // of the current timestep (outputs: small beside the reads)
+  // Per trace: its last group's records and lines (group()).
+  struct Memo {
+    struct Run {
+      std::int64_t element;
+      std::uint32_t multiplicity;
+    };
+    std::vector<Run> records;
+    std::vector<LineAccess> lines;
+    unsigned misses = 0, skip = 0;
+  };
+  static constexpr std::size_t kMemoLines = 4096;
+  std::vector<Memo> memo_;
 };
 
 template <Source Up>
