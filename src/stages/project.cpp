@@ -151,6 +151,7 @@ void Project::refresh() {
 }
 
 void Project::project_rank(TensorState& ts, std::size_t rank) {
+  ++ts.version;
   IntervalSet& out = ts.rank_sets[rank];
   std::vector<std::uint32_t>& weights = ts.rank_weights[rank];
   const auto& terms = ts.rank_terms[rank];
@@ -260,8 +261,16 @@ SpecError Project::too_large(const TensorState& ts, std::int64_t points) const {
 void Project::emit(TensorState& ts) {
   if (ts.size > max_tile_points_) throw too_large(ts, ts.size);
   AccessRecord* out = buffer_.grow(std::size_t(ts.records));
-  if (runs_ && unique_) emit_runs(ts, out);
-  else if (ts.spec->separable) emit_separable(ts, out);
+  if (runs_ && unique_) {
+    if (ts.memo_version == ts.version && ts.memo.size() == std::size_t(ts.records)) {
+      const std::int64_t t = tiles_.timestep();
+      for (std::size_t i = 0; i < ts.memo.size(); ++i) out[i] = ts.memo[i], out[i].timestep = t;
+      return;
+    }
+    emit_runs(ts, out);
+    if (ts.records <= kMemoRecords) ts.memo.assign(out, out + ts.records), ts.memo_version = ts.version;
+    else ts.memo_version = ~std::uint64_t(0), ts.memo.clear();
+  } else if (ts.spec->separable) emit_separable(ts, out);
   else emit_points(ts, out);
 }
 

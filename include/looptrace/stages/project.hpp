@@ -88,7 +88,13 @@ class Project : public Stage<Project> {
     std::int64_t size = 0;                 // points per timestep (records, unless runs)
     std::int64_t records = 0;              // records per timestep
     std::uint32_t base_multiplicity = 1;   // points per record from the variables it ignores
+    // emit_runs()' records are a function of rank_sets alone (and the timestep): the last
+    // ones are kept, and given again where the sets did not change since (a weight tile
+    // a register holds while tokens stream past it). `version` counts project_rank().
+    std::uint64_t version = 0, memo_version = ~std::uint64_t(0);
+    std::vector<AccessRecord> memo;
   };
+  static constexpr std::int64_t kMemoRecords = 4096;  // (memory follows a tile's runs)
 
   void plan();
   void refresh();
