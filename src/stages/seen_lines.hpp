@@ -32,16 +32,86 @@ bool each_line_word(std::uint64_t first, std::uint64_t last, Page page, Fn fn) {
   }
 }
 
-// Which lines were ever accessed: a bitmap in pages of 2^16 lines, made as addresses
-// reach them (memory follows the lines touched, not the trace).
+// Pages of a bitmap of lines, 1024 words (2^16 lines) each, by number, made as addresses
+// reach them (memory follows the lines touched, not the trace): a page below
+// kTablePages (lines below 2^36) is found through a table of a pointer per page, up to
+// the highest made (8 bytes for each 2^16 lines of the address space below it); past it
+// through a map, the last page found there kept at hand. A page stays where it is until
+// clear(). SeenLines and LineBits keep their bits in it.
+class LinePages {
+ public:
+  // The page `number`, or null if it was not made. The table's pages inlined, the rest
+  // apart (as calls, the three Cs' shadow's bit at each miss was 4% of DeepSeek-V3's
+  // softmax; a warp's compares ask of lines all over a tensor, and the map's lookups were
+  // a quarter of its scatter to its experts).
+  [[gnu::always_inline]] const std::uint64_t* find(std::uint64_t number) const {
+    if (number < table_.size()) [[likely]]
+      return table_[number] ? table_[number]->data() : nullptr;
+    return far(number);
+  }
+  // The page `number`, made (zeroed) if need be.
+  [[gnu::always_inline]] std::uint64_t* make(std::uint64_t number) {
+    if (number < table_.size() && table_[number]) [[likely]]
+      return table_[number]->data();
+    return make_page(number);
+  }
+  // Every page gone. Up to kSpare of them are kept, zeroed, for the next ones made (a
+  // warp's block forgets its lines at each block and touches as many pages again,
+  // shifted: fresh pages cost the kernel's faults).
+  void clear() {
+    for (const std::uint64_t number : made_) {
+      std::unique_ptr<Page>& p = number < kTablePages ? table_[number] : far_[number];
+      if (spare_.size() < kSpare) p->fill(0), spare_.push_back(std::move(p));
+      p.reset();
+    }
+    made_.clear(), far_.clear();
+    last_far_ = ~std::uint64_t(0), last_far_page_ = nullptr;
+  }
+
+ private:
+  using Page = std::array<std::uint64_t, 1024>;
+  static constexpr std::uint64_t kTablePages = std::uint64_t(1) << 20;
+  static constexpr std::size_t kSpare = 256;  // 2 MiB
+  [[gnu::noinline]] const std::uint64_t* far(std::uint64_t number) const {
+    if (number < kTablePages) return nullptr;
+    if (number == last_far_) return last_far_page_;
+    const auto it = far_.find(number);
+    if (it == far_.end()) return nullptr;
+    last_far_ = number, last_far_page_ = it->second->data();
+    return last_far_page_;
+  }
+  [[gnu::noinline]] std::uint64_t* make_page(std::uint64_t number) {
+    if (number >= kTablePages)
+      if (const std::uint64_t* p = far(number)) return const_cast<std::uint64_t*>(p);
+    std::unique_ptr<Page>* slot;
+    if (number < kTablePages) {
+      if (number >= table_.size())
+        table_.resize(std::min<std::size_t>(kTablePages, std::max<std::size_t>(number + 1, 2 * table_.size())));
+      slot = &table_[number];
+    } else {
+      slot = &far_[number];
+    }
+    if (spare_.empty()) {
+      *slot = std::make_unique<Page>(Page{});
+    } else {
+      *slot = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    made_.push_back(number);
+    return (*slot)->data();
+  }
+
+  std::vector<std::unique_ptr<Page>> table_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> far_;
+  std::vector<std::uint64_t> made_;  // the numbers of the pages made since clear()
+  std::vector<std::unique_ptr<Page>> spare_;
+  mutable std::uint64_t last_far_ = ~std::uint64_t(0);
+  mutable const std::uint64_t* last_far_page_ = nullptr;
+};
+
+// Which lines were ever accessed: a bitmap of LinePages.
 class SeenLines {
  public:
-  SeenLines() = default;
-  // Not copied: its table and last pages point into its own pages (a move keeps them).
-  SeenLines(const SeenLines&) = delete;
-  SeenLines& operator=(const SeenLines&) = delete;
-  SeenLines(SeenLines&&) = default;
-  SeenLines& operator=(SeenLines&&) = default;
   // Whether `line` was seen before; marks it.
   [[gnu::always_inline]] bool test_and_set(std::uint64_t line) {
     std::uint64_t& word = page(line >> 16)[(line >> 6) & 1023];
@@ -106,7 +176,7 @@ class SeenLines {
   // Whether `line` was seen (changing nothing).
   bool test(std::uint64_t line) const {
     const std::uint64_t number = line >> 16;
-    const std::uint64_t* p = number == last_page_ ? last_ : find(number);
+    const std::uint64_t* p = number == last_page_ ? last_ : pages_.find(number);
     return p != nullptr && (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
   }
 
@@ -161,93 +231,25 @@ class SeenLines {
     return fresh;
   }
 
-  // Nothing seen. Up to kSpare pages are kept, zeroed, for the next ones made (a warp's
-  // block forgets its lines at each block and touches as many pages again, shifted:
-  // fresh pages cost the kernel's faults).
-  void clear() {
-    for (auto& [number, p] : pages_) {
-      if (number < table_.size()) table_[number] = nullptr;
-      if (spare_.size() < kSpare) std::fill(p.begin(), p.end(), 0), spare_.push_back(std::move(p));
-    }
-    pages_.clear();
-    last_page_ = ~std::uint64_t(0), last_ = nullptr;
-    recent_number_.fill(~std::uint64_t(0));
-  }
+  // Nothing seen (LinePages::clear()).
+  void clear() { pages_.clear(), last_page_ = ~std::uint64_t(0), last_ = nullptr; }
 
  private:
-  static constexpr std::size_t kSpare = 256;  // 2 MiB
-  // The page `number`, made if need be: the last one, or one in the table, at once;
-  // the rest apart (inlined whole, it was a call at each word of a strided mark).
+  // The page `number`, made if need be: the last one at once (inlined: it was a call at
+  // each word of a strided mark).
   [[gnu::always_inline]] std::uint64_t* page(std::uint64_t number) {
-    if (number == last_page_) return last_;
-    if (number < table_.size() && table_[number] != nullptr) return last_ = table_[number], last_page_ = number, last_;
-    return other_page(number);
-  }
-  [[gnu::noinline]] std::uint64_t* other_page(std::uint64_t number) {
-    if (std::uint64_t* r = find(number)) return last_ = r, last_page_ = number, last_;
-    auto& p = pages_[number];
-    if (p.empty()) {
-      if (spare_.empty()) {
-        p.assign(1024, 0);
-      } else {
-        p = std::move(spare_.back());
-        spare_.pop_back();
-      }
-    }
-    last_ = p.data(), last_page_ = number;
-    // (a page's words stay where they are: the map's nodes do not move)
-    if (number < kTablePages) {
-      if (table_.size() <= number) table_.resize(number + 1, nullptr);
-      table_[number] = last_;
-    } else {
-      recent_number_[next_recent_] = number, recent_[next_recent_] = last_;
-      next_recent_ = (next_recent_ + 1) % kRecent;
-    }
+    if (number != last_page_) last_ = pages_.make(number), last_page_ = number;
     return last_;
   }
-  // The page `number` if it was made, else null: below kTablePages from the table (every
-  // page made there is in it), past it from the last few found, then the map. A warp's
-  // compare asks of lines all over a tensor (DeepSeek-V3's scatter to its experts: the
-  // map's lookups were a quarter of its time).
-  std::uint64_t* find(std::uint64_t number) const {
-    if (number < kTablePages) return number < table_.size() ? table_[number] : nullptr;
-    if (std::uint64_t* r = recent(number)) return r;
-    const auto it = pages_.find(number);
-    return it == pages_.end() ? nullptr : const_cast<std::uint64_t*>(it->second.data());
-  }
-  // The page of the last few looked up in the map (the lines of a timestep go from
-  // tensor to tensor, pages apart: DeepSeek-V3's scores a page each run of lines).
-  std::uint64_t* recent(std::uint64_t number) const {
-    for (std::size_t k = 0; k < kRecent; ++k)
-      if (recent_number_[k] == number) return recent_[k];
-    return nullptr;
-  }
-  static constexpr std::size_t kRecent = 4;
-  std::array<std::uint64_t, kRecent> recent_number_ = filled_recent();
-  std::array<std::uint64_t*, kRecent> recent_{};
-  std::size_t next_recent_ = 0;
-  static constexpr std::array<std::uint64_t, kRecent> filled_recent() {
-    std::array<std::uint64_t, kRecent> a{};
-    a.fill(~std::uint64_t(0));
-    return a;
-  }
 
-  // Pages below this number (2^36 lines) are found by a table of a pointer each, up to
-  // the highest made: 8 bytes for each 2^16 lines of the address space below it.
-  static constexpr std::uint64_t kTablePages = std::uint64_t(1) << 20;
-  std::vector<std::uint64_t*> table_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> pages_;
-  std::vector<std::vector<std::uint64_t>> spare_;
+  LinePages pages_;
   std::uint64_t last_page_ = ~std::uint64_t(0);
   std::uint64_t* last_ = nullptr;
 };
 
 // Which lines are in a set that comes and goes (the three Cs' shadow's resident
-// lines): a bit per line in pages of 2^16 lines, made as addresses reach them and never
-// freed (as SeenLines: memory follows the addresses touched, a 512th of their bytes at
-// 64-byte lines). A page's place is found in a table indexed by its number (addresses
-// start near 0; the table is 8 bytes a page up to the highest page below 2^20 touched,
-// at most 8 MiB), or past it in a map, the last page found there kept at hand.
+// lines): a bit per line in LinePages, never cleared (memory follows the addresses
+// touched, a 512th of their bytes at 64-byte lines).
 class LineBits {
  public:
   [[gnu::always_inline]] bool test(std::uint64_t line) const {
@@ -268,47 +270,10 @@ class LineBits {
   }
 
  private:
-  using Page = std::array<std::uint64_t, 1024>;
-  static constexpr std::uint64_t kTablePages = std::uint64_t(1) << 20;  // lines below 2^36 (4 TiB at 64 bytes)
-  // The table's pages inlined, the rest apart (the three Cs' shadow sets and clears a
-  // bit at each miss: as calls they were 4% of DeepSeek-V3's softmax).
-  [[gnu::always_inline]] const std::uint64_t* find(std::uint64_t number) const {
-    if (number < table_.size()) [[likely]]
-      return table_[number] ? table_[number]->data() : nullptr;
-    return far(number);
-  }
-  [[gnu::noinline]] const std::uint64_t* far(std::uint64_t number) const {
-    if (number < kTablePages) return nullptr;
-    if (number == last_far_) return last_far_page_;
-    const auto it = far_.find(number);
-    if (it == far_.end()) return nullptr;
-    last_far_ = number, last_far_page_ = it->second->data();
-    return last_far_page_;
-  }
-  [[gnu::always_inline]] std::uint64_t* make(std::uint64_t number) {
-    if (number < table_.size() && table_[number]) [[likely]]
-      return table_[number]->data();
-    if (number >= kTablePages)
-      if (const std::uint64_t* p = far(number)) return const_cast<std::uint64_t*>(p);
-    return make_page(number);
-  }
-  [[gnu::noinline]] std::uint64_t* make_page(std::uint64_t number) {
-    std::unique_ptr<Page>* slot;
-    if (number < kTablePages) {
-      if (number >= table_.size())
-        table_.resize(std::min<std::size_t>(kTablePages, std::max<std::size_t>(number + 1, 2 * table_.size())));
-      slot = &table_[number];
-    } else {
-      slot = &far_[number];
-    }
-    if (!*slot) *slot = std::make_unique<Page>(Page{});
-    return (*slot)->data();
-  }
+  const std::uint64_t* find(std::uint64_t number) const { return pages_.find(number); }
+  std::uint64_t* make(std::uint64_t number) { return pages_.make(number); }
 
-  std::vector<std::unique_ptr<Page>> table_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> far_;  // (pages never leave it: the pointer stays good)
-  mutable std::uint64_t last_far_ = ~std::uint64_t(0);
-  mutable const std::uint64_t* last_far_page_ = nullptr;
+  LinePages pages_;
 };
 
 }  // namespace looptrace
