@@ -697,6 +697,57 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
   CHECK(capacity > 0);
 }
 
+TEST_CASE("cache: with the replays off, the shadow stays pinned where no set repeats, and counts as plain simulation does") {
+  // Mixtral 8x22B's feed-forward tiles: 3W lines in each of 8 sets read at every
+  // timestep (they thrash), then an output row of 4 lines that alternates between two
+  // halves of those sets and moves on every timestep: every tile set differs from the previous
+  // timestep, nothing repeats, and the replays turn off; the tile's lines are still the
+  // previous timestep's at their places, so the shadow pins them (pins_loop). Now and
+  // then a place drops its line or the timestep is cut (the pins are released and taken
+  // again), and every 60 timesteps a new tile. Batches cut anywhere, against the generic
+  // engine: every count, with writes allocated or not.
+  std::mt19937_64 rng(83);
+  for (std::uint64_t ways : {8u, 16u})
+    for (int write_mode = 0; write_mode < 3; ++write_mode) {
+      const std::uint64_t sets = 64, lines = sets * ways;
+      const CacheConfig c = with_three_cs(shape(lines * 64, ways, 64, CachePolicy::lru), write_mode);
+      std::vector<LineAccess> in, tile;
+      std::vector<std::size_t> ends;
+      for (std::int64_t t = 0; t < 2000; ++t) {
+        if (t % 60 == 0) {
+          tile.clear();
+          const std::uint64_t base = 8192 * std::uint64_t(1 + t / 60);
+          for (std::uint64_t m = 0; m < 3 * ways; ++m)
+            for (std::uint64_t set = 0; set < 8; ++set) tile.push_back({0, base + set + m * sets, kNoTrace, 0, false});
+        }
+        std::vector<LineAccess> step = tile;
+        switch (rng() % 50) {
+          case 0: step.erase(step.begin() + std::ptrdiff_t(rng() % step.size())); break;
+          case 1: step.resize(step.size() / 2); break;
+          default: break;
+        }
+        for (std::uint64_t k = 0; k < 4; ++k)
+          step.push_back({0, 1000000 + std::uint64_t(t) * sets + std::uint64_t(t % 2) * 4 + k, kNoTrace, 1, true});
+        for (LineAccess& a : step) a.timestep = t, in.push_back(a);
+        ends.push_back(in.size());
+      }
+      CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
+      cut_batches(in.size(), ends, 2000, rng, [&](std::size_t at, std::size_t to) { fast.count(std::span(in).subspan(at, to - at)); });
+      std::vector<CacheAccess> out;
+      generic.run(in, out);
+      fast.finish(), generic.finish();
+      CAPTURE(ways);
+      CAPTURE(write_mode);
+      const CacheReport x = fast.report(), y = generic.report();
+      check_reports(x, y);
+      CHECK(y.total.hits < y.total.accesses / 10);  // (the tile thrashes)
+      CHECK(fast.repeats() < x.total.accesses / 10);  // (no set repeats)
+      // Pinned most of the time, not only in the replays' batches (one in 64).
+      MESSAGE("pinned " << fast.pinned_hits() << " of " << x.total.accesses);
+      CHECK(2 * fast.pinned_hits() > x.total.accesses);
+    }
+}
+
 TEST_CASE("cache: the pins are released by whatever else reads or moves the shadow, and the state is plain simulation's") {
   // In phases of 40, 60 and 80 timesteps: the pins test's tile (3W lines in each of 8
   // sets, read at every timestep: the engine misses, the shadow is on its own and pins

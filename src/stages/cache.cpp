@@ -676,24 +676,48 @@ class LruShadow {
   // would hold. An access of a pinned line is a hit that changes nothing. `lines`:
   // distinct and resident.
   void pin(const std::vector<std::uint64_t>& lines) {
-    for (const std::uint64_t l : lines) pinned_.set(l);
-    std::vector<std::uint64_t> rest;
-    this->lines(rest);
-    if (std::erase_if(rest, [&](std::uint64_t l) { return pinned_.test(l); }) != lines.size())
-      throw std::logic_error("cache: a line pinned in the three Cs' shadow is not resident");
-    assign(rest);  // (before n_ shrinks: assign() would keep only the last n_)
-    pinned_lines_ = lines, n_ -= lines.size();
+    // Each taken out where it is (its time dead, its entry erased): O(pins), where
+    // re-making the ring and the hash cost O(N) twice a pin (Mixtral 8x22B's weight
+    // tiles are pinned anew every 128 timesteps).
+    flush();  // (every resident line in the hash)
+    for (const std::uint64_t l : lines) {
+      const std::uint32_t i = resident_.test(l) ? slots_.find(l) : LineMap<std::uint64_t>::npos;
+      if (i == LineMap<std::uint64_t>::npos)
+        throw std::logic_error("cache: a line pinned in the three Cs' shadow is not resident");
+      ring_[slots_.value(i) & ring_mask_] = kDead;
+      slots_.erase_at(i, [&](std::uint64_t time, std::uint32_t j) { ring_[time & ring_mask_] = j; });
+      resident_.clear(l), pinned_.set(l);
+    }
+    pinned_lines_ = lines, n_ -= lines.size(), used_ -= lines.size();
   }
   bool pinned() const { return !pinned_lines_.empty(); }
   std::size_t pins() const { return pinned_lines_.size(); }
   std::uint64_t pinned_hits = 0;  // accesses of a pinned line (a diagnostic)
   bool is_pinned(std::uint64_t line) const { return pinned() && pinned_.test(line); }
-  // The pins released: the shadow holds `order` (least recent first), the resident lines
-  // with the pinned ones among them where their last uses put them.
-  void unpin(const std::vector<std::uint64_t>& order) {
-    for (const std::uint64_t l : pinned_lines_) pinned_.clear(l);
-    n_ += pinned_lines_.size(), pinned_lines_.clear();
-    assign(order);
+  // The pins released: `recent` are the lines whose last uses are the latest, least
+  // recent first (every pinned line among them): those resident or pinned become the
+  // newest in that order, the other resident lines keep theirs. O(recent).
+  void unpin(const std::vector<std::uint64_t>& recent) {
+    flush();
+    n_ += pinned_lines_.size();
+    std::size_t back = 0;
+    for (const std::uint64_t l : recent) {
+      std::uint32_t i;
+      if (pinned_.test(l)) {
+        pinned_.clear(l), resident_.set(l), ++used_, ++back;
+        i = slots_.insert(l, now_);
+      } else if (resident_.test(l)) {
+        i = slots_.find(l);
+        ring_[slots_.value(i) & ring_mask_] = kDead;
+        slots_.value(i) = now_;
+      } else {
+        continue;
+      }
+      ring_[now_ & ring_mask_] = i, ++now_;
+      if (now_ - tail_ > ring_mask_) compact();
+    }
+    if (back != pinned_lines_.size()) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
+    pinned_lines_.clear();
   }
   // The resident lines (not the pinned ones), least recent first.
   void lines(std::vector<std::uint64_t>& out) const {
@@ -1134,8 +1158,10 @@ struct CacheModel::Impl {
   Writes writes() const { return {!config.write_back, config.write_allocate, config.three_cs}; }
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   // `hint`: a way that may hold the line (checked, then the set's keys if it does not).
+  // `classes`: where the three Cs' cold and capacity go instead of the counters (the
+  // caller counts the access).
   bool access(Engine& engine, const LineAccess& a, CacheAccess* r, std::int64_t& id, Writes w, Victim* evicted = nullptr,
-              std::int64_t hint = -1);
+              std::int64_t hint = -1, std::pair<bool, bool>* classes = nullptr);
   // Each loop a function of its own: inlined together, the loops of the other shadow and
   // of the repeats slowed this one by a fifth (Mixtral 8x22B's feed-forward blocks).
   // The loops without the three Cs are made twice, for x86-64's baseline and for CPUs
@@ -1184,6 +1210,10 @@ struct CacheModel::Impl {
   }
   template <bool Emit, class Engine>
   void run_stamped(Engine& engine, std::span<const LineAccess> in, std::vector<CacheAccess>* out);
+  // While the replays are off: every access simulated, the three Cs' shadow (on its own)
+  // pinned where the replays would pin it.
+  template <class Engine>
+  std::uint64_t pins_loop(Engine& engine, std::span<const LineAccess> in);
   // A timestep that repeats the one before in a set: a weight that a register holds
   // while tokens stream past it is read again at every timestep (Llama 3 8B's
   // projections: 512 lines at each of 128 timesteps, beside 8 lines that change). Where
@@ -1224,6 +1254,17 @@ struct CacheModel::Impl {
     std::size_t size = 0;         // the previous timestep's (0: none that may be repeated)
     std::size_t longest = 0;      // the most accesses of a timestep recorded
     bool forgotten = false;       // the current timestep's records may not be repeated
+    // Pins without the replays (pins_loop): where a timestep repeats the previous one's
+    // lines but not its sets (Mixtral 8x22B's weight tiles thrash eight sets, beside an
+    // output row that moves between them), the records cost more than the repeats save,
+    // but the pins save the shadow's hash for each weight line. Taken while the replays
+    // are off after a batch of theirs whose accesses were mostly pinned, left after one
+    // of its own whose were not; its records hold their lines alone (`lines_only`).
+    bool pins_only = false, lines_only = false;
+    std::uint64_t pin_accesses = 0, pin_hits = 0;  // decayed by 1/8 a batch: its accesses, its pinned ones
+    void decay_pins(std::uint64_t accesses, std::uint64_t pinned) {
+      pin_accesses += accesses - pin_accesses / 8, pin_hits += pinned - pin_hits / 8;
+    }
     std::int64_t timestep = INT64_MIN;
     std::vector<std::uint32_t> differs;  // per set: `gen` if its accesses differ from the previous timestep's
     std::uint32_t gen = 0;
@@ -1388,6 +1429,8 @@ struct CacheModel::Impl {
   // the shadow, or the records are forgotten).
   void pin_shadow(const LineAccess* p, std::size_t n);
   void release_pins();
+  std::vector<std::pair<std::uint64_t, std::size_t>> release_uses;  // (release_pins' room, kept)
+  std::vector<std::uint64_t> release_order;
   // The sets change where run_replays() does not look (after the pins are released).
   void forget_replays() {
     release_pins();
@@ -1450,7 +1493,8 @@ void CacheModel::Impl::run_stamped(Engine& engine, std::span<const LineAccess> i
 template <bool Emit, bool Stamps, bool Unclassified, class Engine>
 [[gnu::always_inline]] inline bool CacheModel::Impl::access(Engine& engine, const LineAccess& a,
                                                             [[maybe_unused]] CacheAccess* r, std::int64_t& id,
-                                                            Writes w, Victim* evicted, std::int64_t hint) {
+                                                            Writes w, Victim* evicted, std::int64_t hint,
+                                                            std::pair<bool, bool>* classes) {
   constexpr bool stamped = Stamps && kStamped<Engine>;
   const bool wt = w.through, wa = w.allocate, classify = !Unclassified && w.classify;
   if constexpr (stamped)
@@ -1506,8 +1550,12 @@ template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   if (a.write && (wt || !allocate)) flags |= CacheAccess::through;
   if constexpr (Emit) r->flags = flags;
   if constexpr (!Unclassified) {  // else the caller counts (simulate(): a run of one key at a time)
-    CacheTally& c = tally(key(a.trace, a.tensor), a.tensor, hit, a.write && wt);
-    c.cold += cold, c.capacity += capacity;
+    if (classes) {
+      *classes = {cold, capacity};
+    } else {
+      CacheTally& c = tally(key(a.trace, a.tensor), a.tensor, hit, a.write && wt);
+      c.cold += cold, c.capacity += capacity;
+    }
   }
   return hit;
 }
@@ -1518,10 +1566,13 @@ std::uint64_t CacheModel::Impl::run(Engine& engine, std::span<const LineAccess> 
   if constexpr (!Emit && kStamped<Engine>)
     if (replays.on) {
       if (replays.off == 0) {
+        if (replays.lines_only) forget_replays(), replays.lines_only = false;  // (records of lines alone)
         if constexpr (Stamps) return run_replays<true, false>(engine, in);  // (the stamps imply the three Cs)
         else return config.three_cs ? run_replays<false, false>(engine, in) : run_replays<false, true>(engine, in);
       }
       --replays.off;
+      if constexpr (!Stamps)
+        if (replays.pins_only && config.three_cs) return pins_loop(engine, in);
     }
   forget_replays();  // the sets change where it does not look
   CacheAccess* o = nullptr;
@@ -1539,11 +1590,33 @@ inline std::uint64_t CacheModel::Impl::simulate_loop(Engine& engine, std::span<c
   const LineAccess* const end = in.data() + in.size();
   const Writes w = writes();
   if constexpr (!Unclassified) {
+    // As below, with the three Cs: five fields of 12 bits (accesses, hits,
+    // write-throughs, cold, capacity) in a register through a stretch of one key, where
+    // each access's five adds to the key's counters were 17 instructions (Mixtral
+    // 8x22B's feed-forward weights).
+    constexpr unsigned kBits = 12;
+    constexpr std::uint64_t kField = (std::uint64_t(1) << kBits) - 1;
+    const bool wt = w.through;
+    const std::size_t traces = n_traces;
     std::uint64_t engine_hits = 0;
-    for (const LineAccess* p = in.data(); p != end; ++p) {
-      std::int64_t id;
-      engine_hits += access<Emit, Stamps, Unclassified>(engine, *p, o, id, w);
-      if constexpr (Emit) ++o;
+    for (const LineAccess* p = in.data(); p != end;) {
+      const std::size_t key = this->key(p->trace, p->tensor);
+      const LineAccess* const stop = p + std::min<std::size_t>(std::size_t(end - p), kField);
+      std::uint64_t packed = 0;
+      for (; p != stop && (p->trace != kNoTrace ? p->trace : traces + p->tensor) == key; ++p) {
+        std::int64_t id;
+        std::pair<bool, bool> classes;
+        const bool hit = access<Emit, Stamps, Unclassified>(engine, *p, o, id, w, nullptr, -1, &classes);
+        packed += 1 | std::uint64_t(hit) << kBits | std::uint64_t(p->write && wt) << (2 * kBits) |
+                  std::uint64_t(classes.first) << (3 * kBits) | std::uint64_t(classes.second) << (4 * kBits);
+        if constexpr (Emit) ++o;
+      }
+      key_tensor[key] = p[-1].tensor;
+      CacheTally& c = keys[key];
+      const std::uint64_t hits = (packed >> kBits) & kField;
+      c.accesses += packed & kField, c.hits += hits, c.write_throughs += (packed >> (2 * kBits)) & kField;
+      c.cold += (packed >> (3 * kBits)) & kField, c.capacity += packed >> (4 * kBits);
+      engine_hits += hits;
     }
     return engine_hits;
   }
@@ -1591,7 +1664,7 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
   const bool wt = w.through, wa = w.allocate, classify = !Unclassified && w.classify;
   constexpr bool own_shadow = !Stamps && !Unclassified;  // LruShadow, which pins
   const LineAccess* const end = in.data() + in.size();
-  const std::uint64_t counted_before = R.counted;
+  const std::uint64_t counted_before = R.counted, pinned_before = shadow.pinned_hits;
   std::size_t long_steps = 0, compared = 0;  // accesses in timesteps long enough; compared with the one before
   for (const LineAccess* p = in.data(); p != end;) {
     if (p->timestep != R.timestep) {
@@ -1838,10 +1911,62 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
   const auto decay = [](std::uint64_t& x, std::uint64_t now) { x += now - x / 8; };
   decay(r.accesses, in.size()), decay(r.long_steps, long_steps), decay(r.compared, compared);
   decay(r.repeated, R.counted - counted_before);
-  if (2 * r.long_steps < r.accesses || (r.compared != 0 && 4 * r.repeated < r.compared))
+  if ((2 * r.long_steps < r.accesses || (r.compared != 0 && 4 * r.repeated < r.compared))) {
     R.off = Replays::kOff, r = {};
+  }
+  if constexpr (own_shadow) {
+    R.decay_pins(in.size(), shadow.pinned_hits - pinned_before);
+    R.pins_only = R.off != 0 && (shadow.pinned() || 2 * R.pin_hits >= R.pin_accesses);
+  }
   return engine_hits;
 }
+template <class Engine>
+std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAccess> in) {
+  Replays& R = replays;
+  R.lines_only = true;
+  std::uint64_t engine_hits = 0;
+  const std::uint64_t pinned_before = shadow.pinned_hits;
+  const LineAccess* const end = in.data() + in.size();
+  for (const LineAccess* p = in.data(); p != end;) {
+    if (p->timestep != R.timestep) {
+      if (shadow.pinned() && R.at < R.pin.size()) release_pins();  // it ended before a pinned place
+      R.next_timestep(p->timestep);
+    }
+    const LineAccess* const q = timestep_end(p, end);
+    const std::size_t n = std::size_t(q - p);
+    const std::span<const LineAccess> part(p, n);
+    if (R.at + n > R.longest) {  // (as replays_loop: memory follows the cache's lines)
+      release_pins();
+      engine_hits += simulate<false, false, false>(engine, part, nullptr);
+      R.forget();
+      R.at += n, p = q;
+      continue;
+    }
+    // As replays_loop checks them, before the records of this part are written: the pins
+    // go where a pinned place does not hold its line or the bound fails; they are taken
+    // where the timestep repeats most of the previous one's lines at their places.
+    if (shadow.pinned()) {
+      bool unpin = !R.pins_bounded(shadow.pins(), R.at + n, config.lines());
+      for (std::size_t i = R.at, last = std::min(R.at + n, R.pin.size()); !unpin && i < last; ++i)
+        unpin = R.pin[i] && R.records[i].line != p[i - R.at].line;
+      if (unpin) release_pins();
+    } else if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest && R.steps >= R.pin_retry) {
+      std::size_t same = 0;
+      for (std::size_t i = 0, common = std::min(n, R.size); i < common; ++i) same += R.records[i].line == p[i].line;
+      if (2 * same >= n && R.size + n - same <= config.lines()) pin_shadow(p, n);
+    }
+    engine_hits += simulate<false, false, false>(engine, part, nullptr);
+    if (R.at + n > R.records.size()) [[unlikely]]
+      R.grow(R.at + n);
+    for (std::size_t i = 0; i < n; ++i) R.records[R.at + i].line = p[i].line;
+    R.at += n, p = q;
+  }
+  // Mostly not pinned of late: the next batches are simulated plainly.
+  R.decay_pins(in.size(), shadow.pinned_hits - pinned_before);
+  if (4 * R.pin_hits < R.pin_accesses) R.pins_only = false;
+  return engine_hits;
+}
+
 CacheModel::CacheModel(const CacheConfig& config, std::size_t n_tensors, std::size_t n_traces, CacheEngine engine)
     : impl_(new Impl) {
   check_cache_config(config);
@@ -1921,33 +2046,21 @@ void CacheModel::Impl::release_pins() {
   // last uses of the other lines they pass.
   const std::size_t at = R.at, tail = std::max(R.size, at) - at, count = tail + at;
   const auto line = [&](std::size_t j) { return R.records[j < tail ? at + j : j - tail].line; };
-  struct Use {
-    std::size_t last;
-    bool resident;
-  };
-  std::unordered_map<std::uint64_t, Use> uses;
-  uses.reserve(count);
-  for (std::size_t j = 0; j < count; ++j) uses[line(j)] = {j, false};
-  std::vector<std::uint64_t> resident, order;
-  shadow.lines(resident);  // the lines not pinned, least recent first
-  order.reserve(resident.size() + shadow.pins());
-  for (const std::uint64_t l : resident)
-    if (const auto it = uses.find(l); it != uses.end()) it->second.resident = true;
-    else order.push_back(l);  // last used before
-  std::uint64_t pinned = 0;
-  for (std::size_t j = 0; j < count; ++j) {
-    const std::uint64_t l = line(j);
-    const Use& u = uses[l];
-    if (u.last != j) continue;
-    const bool is_pinned = shadow.is_pinned(l);
-    pinned += is_pinned;
-    if (is_pinned || u.resident) order.push_back(l);
-  }
-  if (pinned != shadow.pins()) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
+  // Each line's last use there, in order (a sort of the window, not a map of it).
+  std::vector<std::pair<std::uint64_t, std::size_t>>& uses = release_uses;
+  uses.clear();
+  for (std::size_t j = 0; j < count; ++j) uses.emplace_back(line(j), j);
+  std::sort(uses.begin(), uses.end());
+  std::vector<std::uint64_t>& order = release_order;
+  order.clear();
+  for (std::size_t k = 0; k < uses.size(); ++k)
+    if (k + 1 == uses.size() || uses[k + 1].first != uses[k].first) order.push_back(uses[k].second);
+  std::sort(order.begin(), order.end());
+  for (std::uint64_t& j : order) j = line(std::size_t(j));
   shadow.unpin(order);
   R.pin.clear();
-  // Pins that did not last wait longer before the next (each costs O(N) twice).
-  R.pin_wait = R.steps - R.pinned_at < 16 ? std::min<std::uint64_t>(2 * R.pin_wait, 4096) : 1;
+  // Pins that did not last wait longer before the next (each costs a sort of two timesteps).
+  R.pin_wait = R.steps - R.pinned_at < 4 ? std::min<std::uint64_t>(2 * R.pin_wait, 64) : 1;
   R.pin_retry = R.steps + R.pin_wait;
 }
 
