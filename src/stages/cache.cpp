@@ -1167,8 +1167,9 @@ struct CacheModel::Impl {
   // The loops without the three Cs are made twice, for x86-64's baseline and for CPUs
   // with AVX2 and BMI (`wide`, known when the model is made): one instruction broadcasts
   // a key or an age where the baseline takes four (synthetic LRU 192 -> 213-217 M/s). With
-  // the three Cs the wide loops were no faster, and GPT-3 175B's prefill 2-4% slower
-  // (the shadow's helpers, made for the baseline, were no longer inlined into them).
+  // the three Cs on the shadow of its own too, since its counts are kept in a register
+  // (Mixtral 8x22B's first FFG token tile 0.95-1.00 -> 0.92-0.94 s, GPT-3 175B's prefill
+  // and DeepSeek-V3's softmax no slower); not on the stamps.
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   [[gnu::always_inline]] std::uint64_t simulate_loop(Engine& engine, std::span<const LineAccess> in, CacheAccess* o);
   template <bool Stamps, bool Unclassified, class Engine>
@@ -1195,7 +1196,7 @@ struct CacheModel::Impl {
   template <bool Emit, bool Stamps, bool Unclassified, class Engine>
   std::uint64_t simulate(Engine& engine, std::span<const LineAccess> in, CacheAccess* o) {
 #if defined(__x86_64__)
-    if constexpr (Unclassified && !Stamps)  // (the shadow on stamps implies the three Cs)
+    if constexpr (!Stamps)  // (the shadow of its own, or none)
       if (wide) return simulate_wide<Emit, Stamps, Unclassified>(engine, in, o);
 #endif
     return simulate_baseline<Emit, Stamps, Unclassified>(engine, in, o);
