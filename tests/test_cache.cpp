@@ -1323,9 +1323,9 @@ std::optional<WarpStats> warped_against_plain(const Schedule& s, const std::stri
 std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, std::uint64_t seed,
                                   unsigned smallest_line, std::uint64_t* phases = nullptr,
                                   std::uint64_t* partial_shadows = nullptr, std::uint64_t* idle_places = nullptr,
-                                  bool three_cs = true) {
+                                  bool three_cs = true, std::uint64_t* probes = nullptr) {
   std::mt19937_64 rng(seed);
-  std::uint64_t warps = 0, phase_warps = 0, partial_shadow_warps = 0, idle_place_warps = 0;
+  std::uint64_t warps = 0, phase_warps = 0, partial_shadow_warps = 0, idle_place_warps = 0, probe_warps = 0;
   for (int round = 0; round < 120; ++round) {
     CacheConfig c = random_warp_cache(rng, smallest_line);
     c.three_cs = three_cs;
@@ -1337,9 +1337,12 @@ std::uint64_t warps_against_plain(const Schedule& s, const std::string& source, 
       phase_warps += w->phase_warps;
       partial_shadow_warps += w->partial_shadow_warps;
       idle_place_warps += w->idle_place_warps;
+      probe_warps += w->probe_warps;
+      CHECK(w->probe_warps <= w->phase_warps);
     }
   }
   if (phases) *phases = phase_warps;
+  if (probes) *probes = probe_warps;
   if (partial_shadows) *partial_shadows = partial_shadow_warps;
   if (idle_places) *idle_places = idle_place_warps;
   return warps;
@@ -1352,6 +1355,40 @@ TEST_CASE("cache warp: the counts of plain simulation, over random cache shapes"
   std::uint64_t phases = 0;
   CHECK(warps_against_plain(s, "trace", 2026, 0, &phases) > 10);  // it must exercise warps, not only plain simulation
   CHECK(phases > 10);  // ... and warps at a phase into a block
+}
+
+TEST_CASE("cache warp: a probe early in a block, inside a span of it, warps the outer span from there") {
+  // Mixtral 8x22B's experts in small: the span of x (experts) holds c tiles, which do
+  // not translate, each holding a span of 4 token tiles whose first block is simulated
+  // whole. The phases of x's second block move on to the end of its first span of token
+  // tiles; a probe does not: where the state there matches the first expert's at the
+  // same time, the experts warp from the probe and the span of token tiles is left.
+  const Schedule s = th::compile_text2(R"(
+workload:
+  iteration_space_shape: {x: 0 <= x < 6, c: 0 <= c < 16, t: 0 <= t < 64, g: 0 <= g < 4}
+  bits_per_value: {All: 32}
+  einsums:
+  - name: F
+    tensor_accesses:
+    - {name: Z, projection: [x, t, g]}
+    - {name: W, projection: [x, c, g]}
+    - {name: O, projection: [x, t, c], output: True}
+)",
+                                       R"(
+mapping:
+  nodes:
+  - !Storage {component: MainMemory, tensors: [Z, W, O]}
+  - !Temporal {rank_variable: x, tile_shape: 1}
+  - !Temporal {rank_variable: c, tile_shape: 4}
+  - !Temporal {rank_variable: t, tile_shape: 16}
+  - !Temporal {rank_variable: g, tile_shape: 1}
+  - !Temporal {rank_variable: t, tile_shape: 1}
+  - !Compute {einsum: F, component: MAC}
+)");
+  std::uint64_t phases = 0, probes = 0;
+  CHECK(warps_against_plain(s, "trace", 31, 0, &phases, nullptr, nullptr, true, &probes) > 10);
+  MESSAGE("phase warps " << phases << ", at a probe " << probes);
+  CHECK(probes > 5);
 }
 
 TEST_CASE("cache warp: the cold lines of skipped blocks, marked a group of rows at a stride at a time") {

@@ -124,6 +124,7 @@ json cache_json(const CacheRun& run, const Schedule& s) {
   // How much of it warps counted rather than simulated (null: every access simulated).
   out["warp"] = run.warp ? json{{"simulated", run.warp->simulated}, {"skipped", run.warp->skipped},
                                 {"warps", run.warp->warps}, {"phase_warps", run.warp->phase_warps},
+                                {"probe_warps", run.warp->probe_warps},
                                 {"partial_shadow_warps", run.warp->partial_shadow_warps},
                                 {"idle_place_warps", run.warp->idle_place_warps}}
                          : json(nullptr);
@@ -149,7 +150,8 @@ std::string cache_text(const CacheRun& run, const Schedule& s) {
     if (c.write_back == false) o << "  write-throughs: " << r.total.write_throughs << "\n";
   }
   if (run.warp)
-    o << "warps: " << run.warp->warps << " (" << run.warp->phase_warps << " at a phase, "
+    o << "warps: " << run.warp->warps << " (" << run.warp->phase_warps << " at a phase, " << run.warp->probe_warps
+      << " of them at a probe, "
       << run.warp->partial_shadow_warps << " over part of the shadow, " << run.warp->idle_place_warps
       << " with idle lines that differ), " << run.warp->simulated
       << " line accesses simulated, "

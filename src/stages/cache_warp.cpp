@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <deque>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -275,6 +276,22 @@ std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>&
   return at;
 }
 
+// Probes: earlier times into a block, at 1/1024, 1/256 and 1/64 of it, where its state
+// is compared with the block before's too, but not moved on to the end of a span inside
+// the block: the span goes on as it would (a probe only looks, as the simulation passes
+// it), and where the states match, the outer span warps from there and the span inside
+// is left. Mixtral 8x22B's experts: the second expert's first block of 128 token tiles
+// (196,608 timesteps, simulated whole: its c-tiles do not translate) held the first
+// phase of the span of experts, where the state had matched the first expert's after
+// 12,288 (every set's lines, and the shadow's, are new by then).
+constexpr std::size_t kProbes = 3;
+constexpr std::array<std::int64_t, kProbes> kProbeParts = {1, 4, 16};  // of 1024
+// Thrown where a probe matched: the span of depth `depth` warped; the spans inside it
+// are left as they are.
+struct ProbeWarped {
+  std::size_t depth;
+};
+
 }  // namespace
 
 bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map, std::uint64_t line_bytes,
@@ -297,6 +314,15 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     std::array<CacheSnapshot, kPhases> phase_state;
     std::array<std::int64_t, kPhases> phase_time{};
     CacheSnapshot state;
+    // The same for the probes, and what a probe needs to warp the span: it, the block
+    // being simulated, its start, the records before its own, and whether a probe or a
+    // phase of this block compared states.
+    std::array<CacheSnapshot, kProbes> probe_state;
+    std::array<std::int64_t, kProbes> probe_time{};
+    const WarpPlan::Span* span = nullptr;
+    std::int64_t block = 0, t0 = 0;
+    std::size_t recorded = 0;
+    bool compared = false;
   };
   std::deque<Level> levels;
   // The blocks being recorded, outer first: every access simulated goes to all of them.
@@ -307,13 +333,37 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   TraceOptions window = o;
   window.from = plan.lo, window.to = plan.hi, window.max_timesteps.reset();
   auto lines = trace_runs_pipeline(s, window) | cache_lines(line_bytes, map, true);
-  const auto run = [&](std::int64_t a, std::int64_t b) {
+  // The probes waiting, in time order, and what a probe does when the simulation
+  // reaches its time (fire, below).
+  struct Probe {
+    std::int64_t time;
+    std::size_t depth, k;
+  };
+  std::vector<Probe> probes;
+  std::function<void(const Probe&)> fire;
+  const auto simulate = [&](std::int64_t a, std::int64_t b) {
     if (a >= b) return;
     lines.seek(a);
     for (auto batch = lines.next_batch(b); !batch.empty(); batch = lines.next_batch(b)) {
       for (WarpBlock* w : recording) w->add(batch, model);
       model.count(batch);
       stats.simulated += batch.size();
+    }
+  };
+  // Simulates [a, b), stopping at each probe's time on the way (a probe whose time was
+  // skipped by a warp is dropped).
+  const auto run = [&](std::int64_t a, std::int64_t b) {
+    while (a < b) {
+      std::erase_if(probes, [&](const Probe& p) { return p.time < a; });
+      if (!probes.empty() && probes.front().time == a) {
+        const Probe p = probes.front();
+        probes.erase(probes.begin());
+        fire(p);  // (may throw ProbeWarped)
+        continue;
+      }
+      const std::int64_t stop = probes.empty() ? b : std::min(b, probes.front().time);
+      simulate(a, stop);
+      a = stop;
     }
   };
   WarpWorth worth(model.config());
@@ -343,18 +393,35 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     if (levels.size() <= depth) levels.emplace_back();
     Level& at = levels[depth];
     model.snapshot(plan.owners, at.before);
-    at.phase_time.fill(-1);
-    for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) {
+    at.phase_time.fill(-1), at.probe_time.fill(-1);
+    at.span = &sp;
+    const auto drop_probes = [&] { std::erase_if(probes, [&](const Probe& p) { return p.depth >= depth; }); };
+    for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) try {
       at.first.reset(w.delta, max_runs);
       at.first.mark_still(std::find(still_loops.begin(), still_loops.end(), sp.loop) != still_loops.end() ||
                           std::any_of(recording.begin(), recording.end(), [](const WarpBlock* o) { return o->marks_still(); }));
+      at.recorded = recording.size();
       recording.push_back(&at.first);
       const std::int64_t t0 = now;
+      at.block = b, at.t0 = t0;
       const bool phases = b + 2 < sp.blocks && b + 1 < kAttempts && worth.phases_pay(sp.loop);
       std::array<std::int64_t, kPhases> times;
       if (phases)
         times = phase_times(spans, t0, block_time, [&](const Span& in) { return worth.may_pay(in.loop, in.blocks - 1); });
-      bool compared = false;  // (at a phase of this block and the one before)
+      bool& compared = at.compared;  // (at a phase or probe of this block and the one before)
+      compared = false;
+      // The probes of this block: before its first phase, each at a time of its own.
+      drop_probes();
+      if (phases) {
+        std::int64_t first_phase = block_time, last = 0;
+        for (const std::int64_t t : times)
+          if (t > 0) first_phase = std::min(first_phase, t);
+        for (std::size_t k = 0; k < kProbes; ++k) {
+          const std::int64_t t = block_time / 1024 * kProbeParts[k] + block_time % 1024 * kProbeParts[k] / 1024;
+          if (t > last && t < first_phase) probes.push_back({t0 + t, depth, k}), last = t;
+        }
+        std::sort(probes.begin(), probes.end(), [](const Probe& x, const Probe& y) { return x.time < y.time; });
+      }
       for (std::size_t k = 0; k < kPhases && phases; ++k) {
         const std::int64_t t = times[k];
         if (t < 0) continue;
@@ -400,8 +467,37 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
       if (!worth.pays(left, per_block)) return Warp::not_worth;
       std::swap(at.before, at.after);
       std::swap(at.first, at.previous);
+    } catch (const ProbeWarped& e) {
+      if (e.depth != depth) throw;
+      drop_probes();
+      return Warp::warped;
     }
+    drop_probes();
     return Warp::unmatched;
+  };
+  // A probe reached: its level's state compared with the block before's at the same
+  // time into it; where they match, the span warps from here (as at a phase), and the
+  // spans inside it are left (ProbeWarped unwinds them).
+  fire = [&](const Probe& p) {
+    Level& at = levels[p.depth];
+    const Span& sp = *at.span;
+    const std::int64_t t = p.time - at.t0;
+    model.snapshot(plan.owners, at.state);
+    const std::int64_t n = sp.blocks - at.block;
+    at.compared = at.compared || at.probe_time[p.k] == t;
+    if (at.probe_time[p.k] == t && at.first.matches(at.probe_state[p.k], at.state, n, &at.previous)) {
+      worth.phases_tried(sp.loop, true);
+      recording.resize(at.recorded);  // (this block's record, and those of the spans inside it)
+      model.fast_forward_phase(at.before, at.probe_state[p.k], at.state, at.first, at.previous, n);
+      for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
+      stats.skipped += accesses_between(at.probe_state[p.k], at.before) +
+                       std::uint64_t(n - 1) * accesses_between(at.probe_state[p.k], at.state);
+      ++stats.warps, ++stats.phase_warps, ++stats.probe_warps;
+      now = sp.end;
+      throw ProbeWarped{p.depth};
+    }
+    std::swap(at.probe_state[p.k], at.state);
+    at.probe_time[p.k] = t;
   };
   // Simulates [now, end), warping the outermost spans inside it; where one does not
   // warp, the spans inside it from where it stopped.

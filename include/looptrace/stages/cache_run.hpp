@@ -37,6 +37,7 @@ struct WarpStats {
   std::uint64_t skipped = 0;
   std::uint64_t warps = 0;  // warps taken
   std::uint64_t phase_warps = 0;  // ... of them at a phase into a block (the trace only)
+  std::uint64_t probe_warps = 0;  // ... of those at a probe: inside a span of the block, left there
   // ... of them whose three-Cs shadow matched in its newest places only (the lines
   // below them no block touches)
   std::uint64_t partial_shadow_warps = 0;
