@@ -276,7 +276,7 @@ std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>&
   return at;
 }
 
-// Probes: earlier times into a block, at 1/1024, 1/256 and 1/64 of it, where its state
+// Probes: earlier times into a block, at 1/1024, 1/256, 1/64 and 1/32 of it, where its state
 // is compared with the block before's too, but not moved on to the end of a span inside
 // the block: the span goes on as it would (a probe only looks, as the simulation passes
 // it), and where the states match, the outer span warps from there and the span inside
@@ -284,8 +284,8 @@ std::array<std::int64_t, kPhases> phase_times(const std::vector<WarpPlan::Span>&
 // (196,608 timesteps, simulated whole: its c-tiles do not translate) held the first
 // phase of the span of experts, where the state had matched the first expert's after
 // 12,288 (every set's lines, and the shadow's, are new by then).
-constexpr std::size_t kProbes = 3;
-constexpr std::array<std::int64_t, kProbes> kProbeParts = {1, 4, 16};  // of 1024
+constexpr std::size_t kProbes = 4;
+constexpr std::array<std::int64_t, kProbes> kProbeParts = {1, 4, 16, 32};  // of 1024
 // Thrown where a probe matched: the span of depth `depth` warped; the spans inside it
 // are left as they are.
 struct ProbeWarped {
