@@ -1264,6 +1264,20 @@ struct CacheModel::Impl {
     // are off after a batch of theirs whose accesses were mostly pinned, left after one
     // of its own whose were not; its records hold their lines alone (`lines_only`).
     bool pins_only = false, lines_only = false;
+    // pins_loop's lines: the current timestep's in line_buf[cur_buf], the previous one's in
+    // the other, swapped at each timestep (where the records hold both in one, the
+    // current overwriting the previous as it goes): a place is checked and written in one
+    // pass, before the accesses, and a release still finds the previous timestep's.
+    std::vector<std::uint64_t> line_buf[2];
+    unsigned cur_buf = 0;
+    std::uint64_t prev_line(std::size_t place) const {
+      return lines_only ? line_buf[cur_buf ^ 1][place] : records[place].line;
+    }
+    std::uint64_t cur_line(std::size_t place) const { return lines_only ? line_buf[cur_buf][place] : records[place].line; }
+    void fit_lines(std::size_t places) {
+      if (places > line_buf[0].size())
+        for (auto& b : line_buf) b.resize(std::max<std::size_t>(1024, 2 * places));
+    }
     std::uint64_t pin_accesses = 0, pin_hits = 0;  // decayed by 1/8 a batch: its accesses, its pinned ones
     void decay_pins(std::uint64_t accesses, std::uint64_t pinned) {
       pin_accesses += accesses - pin_accesses / 8, pin_hits += pinned - pin_hits / 8;
@@ -1926,7 +1940,12 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
 template <class Engine>
 std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAccess> in) {
   Replays& R = replays;
-  R.lines_only = true;
+  if (!R.lines_only) {  // from the records: the current timestep's places so far, the previous one's after them
+    R.fit_lines(std::max(R.size, R.at));
+    for (std::size_t i = 0; i < std::max(R.size, R.at); ++i)
+      (i < R.at ? R.line_buf[R.cur_buf] : R.line_buf[R.cur_buf ^ 1])[i] = R.records[i].line;
+    R.lines_only = true;
+  }
   std::uint64_t engine_hits = 0;
   const std::uint64_t pinned_before = shadow.pinned_hits;
   const LineAccess* const end = in.data() + in.size();
@@ -1934,6 +1953,7 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
     if (p->timestep != R.timestep) {
       if (shadow.pinned() && R.at < R.pin.size()) release_pins();  // it ended before a pinned place
       R.next_timestep(p->timestep);
+      R.cur_buf ^= 1;  // (the current timestep's lines are now the previous one's)
     }
     const LineAccess* const q = timestep_end(p, end);
     const std::size_t n = std::size_t(q - p);
@@ -1945,23 +1965,33 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
       R.at += n, p = q;
       continue;
     }
-    // As replays_loop checks them, before the records of this part are written: the pins
-    // go where a pinned place does not hold its line or the bound fails; they are taken
-    // where the timestep repeats most of the previous one's lines at their places.
+    // As replays_loop checks them: the pins go where a pinned place does not hold its
+    // line or the bound fails; they are taken where the timestep repeats most of the
+    // previous one's lines at their places. The part's lines are written as they are
+    // checked (a release reads the current timestep's only up to R.at).
+    R.fit_lines(R.at + n);
+    std::uint64_t* const cur = R.line_buf[R.cur_buf].data() + R.at;
+    const std::uint64_t* const prev = R.line_buf[R.cur_buf ^ 1].data() + R.at;
+    std::size_t i = 0;
     if (shadow.pinned()) {
-      bool unpin = !R.pins_bounded(shadow.pins(), R.at + n, config.lines());
-      for (std::size_t i = R.at, last = std::min(R.at + n, R.pin.size()); !unpin && i < last; ++i)
-        unpin = R.pin[i] && R.records[i].line != p[i - R.at].line;
-      if (unpin) release_pins();
+      const std::size_t pinned_places = R.pin.size() > R.at ? std::min(n, R.pin.size() - R.at) : 0;
+      const unsigned char* const pin = pinned_places != 0 ? R.pin.data() + R.at : nullptr;
+      bool differs = false;
+      for (; i < pinned_places; ++i) {
+        differs |= (pin[i] != 0) & (prev[i] != p[i].line);
+        cur[i] = p[i].line;
+      }
+      if (differs || !R.pins_bounded(shadow.pins(), R.at + n, config.lines())) release_pins();
     } else if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest && R.steps >= R.pin_retry) {
       std::size_t same = 0;
-      for (std::size_t i = 0, common = std::min(n, R.size); i < common; ++i) same += R.records[i].line == p[i].line;
+      for (const std::size_t common = std::min(n, R.size); i < common; ++i) {
+        same += prev[i] == p[i].line;
+        cur[i] = p[i].line;
+      }
       if (2 * same >= n && R.size + n - same <= config.lines()) pin_shadow(p, n);
     }
+    for (; i < n; ++i) cur[i] = p[i].line;
     engine_hits += simulate<false, false, false>(engine, part, nullptr);
-    if (R.at + n > R.records.size()) [[unlikely]]
-      R.grow(R.at + n);
-    for (std::size_t i = 0; i < n; ++i) R.records[R.at + i].line = p[i].line;
     R.at += n, p = q;
   }
   // Mostly not pinned of late: the next batches are simulated plainly.
@@ -2026,7 +2056,7 @@ void CacheModel::Impl::pin_shadow(const LineAccess* p, std::size_t n) {
   std::vector<std::uint64_t> lines;
   R.pin.assign(common, 0);
   for (std::size_t i = 0; i < common; ++i)
-    if (R.records[i].line == p[i].line && shadow.holds_any(p[i].line, p[i].line)) R.pin[i] = 1, lines.push_back(p[i].line);
+    if (R.prev_line(i) == p[i].line && shadow.holds_any(p[i].line, p[i].line)) R.pin[i] = 1, lines.push_back(p[i].line);
   while (!R.pin.empty() && R.pin.back() == 0) R.pin.pop_back();
   R.pin_below.assign(R.pin.size() + 1, 0);
   for (std::size_t i = 0; i < R.pin.size(); ++i) R.pin_below[i + 1] = R.pin_below[i] + R.pin[i];
@@ -2048,7 +2078,7 @@ void CacheModel::Impl::release_pins() {
   // pinned line is among them (at its pinned place, in one or the other), and so are the
   // last uses of the other lines they pass.
   const std::size_t at = R.at, tail = std::max(R.size, at) - at, count = tail + at;
-  const auto line = [&](std::size_t j) { return R.records[j < tail ? at + j : j - tail].line; };
+  const auto line = [&](std::size_t j) { return j < tail ? R.prev_line(at + j) : R.cur_line(j - tail); };
   // Each line's last use there, in order (a sort of the window, not a map of it).
   std::vector<std::pair<std::uint64_t, std::size_t>>& uses = release_uses;
   uses.clear();
