@@ -395,6 +395,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     model.snapshot(plan.owners, at.before);
     at.phase_time.fill(-1), at.probe_time.fill(-1);
     at.span = &sp;
+    // Every way out of the span drops its probes and those of the spans inside it (all in
+    // the past where a block ended; run() would drop them, but none is left to chance).
     const auto drop_probes = [&] { std::erase_if(probes, [&](const Probe& p) { return p.depth >= depth; }); };
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) try {
       at.first.reset(w.delta, max_runs);
@@ -440,6 +442,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
                            std::uint64_t(n - 1) * accesses_between(at.phase_state[k], at.state);
           ++stats.warps, ++stats.phase_warps;
           now = sp.end;
+          drop_probes();
           return Warp::warped;
         }
         std::swap(at.phase_state[k], at.state);
@@ -461,10 +464,14 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;
+        drop_probes();
         return Warp::warped;
       }
       if (at.first.wants_still() && !at.first.marks_still()) still_loops.push_back(sp.loop);
-      if (!worth.pays(left, per_block)) return Warp::not_worth;
+      if (!worth.pays(left, per_block)) {
+        drop_probes();
+        return Warp::not_worth;
+      }
       std::swap(at.before, at.after);
       std::swap(at.first, at.previous);
     } catch (const ProbeWarped& e) {
