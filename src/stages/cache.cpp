@@ -695,7 +695,6 @@ class LruShadow {
   bool pinned() const { return !pinned_lines_.empty(); }
   std::size_t pins() const { return pinned_lines_.size(); }
   std::uint64_t pinned_hits = 0;  // accesses of a pinned line (a diagnostic)
-  bool is_pinned(std::uint64_t line) const { return pinned() && pinned_.test(line); }
   // The pins released: `recent` are the lines whose last uses are the latest, least
   // recent first (every pinned line among them): those resident or pinned become the
   // newest in that order, the other resident lines keep theirs. O(recent).
@@ -1260,9 +1259,9 @@ struct CacheModel::Impl {
     // Pins without the replays (pins_loop): where a timestep repeats the previous one's
     // lines but not its sets (Mixtral 8x22B's weight tiles thrash eight sets, beside an
     // output row that moves between them), the records cost more than the repeats save,
-    // but the pins save the shadow's hash for each weight line. Taken while the replays
-    // are off after a batch of theirs whose accesses were mostly pinned, left after one
-    // of its own whose were not; its records hold their lines alone (`lines_only`).
+    // but the pins save the shadow's hash for each weight line. Taken when the replays
+    // turn off holding pins or after batches mostly pinned, left after batches mostly
+    // not (decay_pins); it keeps lines alone, in line_buf (`lines_only`).
     bool pins_only = false, lines_only = false;
     // pins_loop's lines: the current timestep's in line_buf[cur_buf], the previous one's in
     // the other, swapped at each timestep (where the records hold both in one, the
@@ -1928,9 +1927,8 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
   const auto decay = [](std::uint64_t& x, std::uint64_t now) { x += now - x / 8; };
   decay(r.accesses, in.size()), decay(r.long_steps, long_steps), decay(r.compared, compared);
   decay(r.repeated, R.counted - counted_before);
-  if ((2 * r.long_steps < r.accesses || (r.compared != 0 && 4 * r.repeated < r.compared))) {
+  if (2 * r.long_steps < r.accesses || (r.compared != 0 && 4 * r.repeated < r.compared))
     R.off = Replays::kOff, r = {};
-  }
   if constexpr (own_shadow) {
     R.decay_pins(in.size(), shadow.pinned_hits - pinned_before);
     R.pins_only = R.off != 0 && (shadow.pinned() || 2 * R.pin_hits >= R.pin_accesses);

@@ -371,6 +371,18 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   // blocks inside theirs): those whose shadow matched only in part, or could have, and
   // those whose states differed only in places that such marks would show idle.
   std::vector<const WarpLoop*> still_loops;
+  // The span of `at` warped from a time into its current block where the state matched
+  // `earlier`, the block before's at that time (a phase or a probe): the rest of the
+  // block is the block before's from there, the blocks after it the window's.
+  const auto warp_from = [&](Level& at, const CacheSnapshot& earlier, std::int64_t n) {
+    worth.phases_tried(at.span->loop, true);
+    recording.resize(at.recorded);  // (this block's record, and those of the spans inside it)
+    model.fast_forward_phase(at.before, earlier, at.state, at.first, at.previous, n);
+    for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
+    stats.skipped += accesses_between(earlier, at.before) + std::uint64_t(n - 1) * accesses_between(earlier, at.state);
+    ++stats.warps, ++stats.phase_warps;
+    now = at.span->end;
+  };
   // Simulates [now, sp.begin), then a block of sp at a time until one matches the
   // block before it: then the rest of its blocks are counted. Each block is simulated
   // warping the spans inside it (DeepSeek-V3's scores: a span of 8 blocks of two
@@ -395,9 +407,13 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     model.snapshot(plan.owners, at.before);
     at.phase_time.fill(-1), at.probe_time.fill(-1);
     at.span = &sp;
+    const auto drop_probes = [&] { std::erase_if(probes, [&](const Probe& p) { return p.depth >= depth; }); };
     // Every way out of the span drops its probes and those of the spans inside it (all in
     // the past where a block ended; run() would drop them, but none is left to chance).
-    const auto drop_probes = [&] { std::erase_if(probes, [&](const Probe& p) { return p.depth >= depth; }); };
+    struct DropProbes {
+      decltype(drop_probes)& drop;
+      ~DropProbes() { drop(); }
+    } dropped_on_exit{drop_probes};
     for (std::int64_t b = 0; b + 1 < sp.blocks && b < kAttempts; ++b) try {
       at.first.reset(w.delta, max_runs);
       at.first.mark_still(std::find(still_loops.begin(), still_loops.end(), sp.loop) != still_loops.end() ||
@@ -434,15 +450,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         const std::int64_t n = sp.blocks - b;
         compared = compared || at.phase_time[k] == t;
         if (at.phase_time[k] == t && at.first.matches(at.phase_state[k], at.state, n, &at.previous)) {
-          worth.phases_tried(sp.loop, true);
-          recording.pop_back();
-          model.fast_forward_phase(at.before, at.phase_state[k], at.state, at.first, at.previous, n);
-          for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
-          stats.skipped += accesses_between(at.phase_state[k], at.before) +
-                           std::uint64_t(n - 1) * accesses_between(at.phase_state[k], at.state);
-          ++stats.warps, ++stats.phase_warps;
-          now = sp.end;
-          drop_probes();
+          warp_from(at, at.phase_state[k], n);
           return Warp::warped;
         }
         std::swap(at.phase_state[k], at.state);
@@ -464,22 +472,16 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
         stats.skipped += std::uint64_t(left) * per_block;
         ++stats.warps;
         now += left * block_time;
-        drop_probes();
         return Warp::warped;
       }
       if (at.first.wants_still() && !at.first.marks_still()) still_loops.push_back(sp.loop);
-      if (!worth.pays(left, per_block)) {
-        drop_probes();
-        return Warp::not_worth;
-      }
+      if (!worth.pays(left, per_block)) return Warp::not_worth;
       std::swap(at.before, at.after);
       std::swap(at.first, at.previous);
     } catch (const ProbeWarped& e) {
       if (e.depth != depth) throw;
-      drop_probes();
       return Warp::warped;
     }
-    drop_probes();
     return Warp::unmatched;
   };
   // A probe reached: its level's state compared with the block before's at the same
@@ -493,14 +495,8 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     const std::int64_t n = sp.blocks - at.block;
     at.compared = at.compared || at.probe_time[p.k] == t;
     if (at.probe_time[p.k] == t && at.first.matches(at.probe_state[p.k], at.state, n, &at.previous)) {
-      worth.phases_tried(sp.loop, true);
-      recording.resize(at.recorded);  // (this block's record, and those of the spans inside it)
-      model.fast_forward_phase(at.before, at.probe_state[p.k], at.state, at.first, at.previous, n);
-      for (WarpBlock* outer : recording) outer->add_shifted(at.previous, n);
-      stats.skipped += accesses_between(at.probe_state[p.k], at.before) +
-                       std::uint64_t(n - 1) * accesses_between(at.probe_state[p.k], at.state);
-      ++stats.warps, ++stats.phase_warps, ++stats.probe_warps;
-      now = sp.end;
+      warp_from(at, at.probe_state[p.k], n);
+      ++stats.probe_warps;
       throw ProbeWarped{p.depth};
     }
     std::swap(at.probe_state[p.k], at.state);
