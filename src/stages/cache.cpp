@@ -647,7 +647,7 @@ class LruShadow {
   // `absent`: the caller knows it is neither resident nor pinned (never seen, or tested).
   [[gnu::always_inline]] bool access(std::uint64_t line, bool allocate, bool absent = false) {
     if (!absent && resident_.test(line)) return hit(line);
-    if (!pinned_lines_.empty() && !absent && pinned_.test(line)) return ++pinned_hits, true;
+    if (!pinned_lines_.empty() && !absent && is_pinned(line)) return ++pinned_hits, true;
     if (!allocate) return false;
     make_room();
     ring_[now_ & ring_mask_] = kPending, pending_[now_ & ring_mask_] = line;
@@ -665,7 +665,7 @@ class LruShadow {
     cold = false;
     // Pinned first: where there are pins, most accesses are theirs (Mixtral 8x22B's
     // weight tiles: one bitmap's page and word, not two).
-    if (!pinned_lines_.empty() && pinned_.test(line)) return ++pinned_hits, true;
+    if (!pinned_lines_.empty() && is_pinned(line)) return ++pinned_hits, true;
     if (resident_.test(line)) return hit(line);
     cold = !seen.test_and_set(line);
     return access(line, allocate, true);
@@ -691,6 +691,14 @@ class LruShadow {
       resident_.clear(l), pinned_.set(l);
     }
     pinned_lines_ = lines, n_ -= lines.size(), used_ -= lines.size();
+    // Their flat bitmap, where their lines span few enough (a weight tile's rows: Mixtral
+    // 8x22B's 512 lines span 2^16).
+    const auto [lo, hi] = std::minmax_element(lines.begin(), lines.end());
+    if (!lines.empty() && *hi - *lo < kFlatPinSpan) {
+      pin_lo_ = *lo, pin_span_ = *hi - *lo + 1;
+      if (pin_flat_.size() < (pin_span_ + 63) / 64) pin_flat_.resize((pin_span_ + 63) / 64, 0);
+      for (const std::uint64_t l : lines) pin_flat_[(l - pin_lo_) >> 6] |= std::uint64_t(1) << ((l - pin_lo_) & 63);
+    }
   }
   bool pinned() const { return !pinned_lines_.empty(); }
   std::size_t pins() const { return pinned_lines_.size(); }
@@ -718,6 +726,9 @@ class LruShadow {
       if (now_ - tail_ > ring_mask_) compact();
     }
     if (back != pinned_lines_.size()) throw std::logic_error("cache: a pinned line of the three Cs' shadow went unused");
+    if (pin_span_ != 0)
+      for (const std::uint64_t l : pinned_lines_) pin_flat_[(l - pin_lo_) >> 6] = 0;  // O(pins), not O(span)
+    pin_span_ = 0;
     pinned_lines_.clear();
   }
   // The resident lines (not the pinned ones), least recent first.
@@ -803,6 +814,18 @@ class LruShadow {
   LineBits resident_;                   // every resident line (not pinned)
   LineBits pinned_;                     // the pinned lines
   std::vector<std::uint64_t> pinned_lines_;
+  // The pinned lines again, as bits of [pin_lo_, pin_lo_ + pin_span_) where that span is
+  // under kFlatPinSpan lines (else pin_span_ is 0): a test is a subtraction and a bit,
+  // where the pages of LineBits cost 17 instructions an access (Mixtral 8x22B's weight
+  // lines, pinned, read at every timestep).
+  static constexpr std::uint64_t kFlatPinSpan = std::uint64_t(1) << 22;  // (a bitmap of 512 KiB at most)
+  std::uint64_t pin_lo_ = 0, pin_span_ = 0;
+  std::vector<std::uint64_t> pin_flat_;
+  [[gnu::always_inline]] bool is_pinned(std::uint64_t line) const {
+    if (pin_span_ == 0) return pinned_.test(line);
+    const std::uint64_t off = line - pin_lo_;
+    return off < pin_span_ && (pin_flat_[off >> 6] >> (off & 63) & 1) != 0;
+  }
   std::vector<std::uint64_t> ring_;     // per time (mod its size): the slot of the line last used then
   std::vector<std::uint64_t> pending_;  // per time whose cell is kPending: the line (not in the hash)
   std::size_t ring_mask_ = 0;
