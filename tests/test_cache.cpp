@@ -542,6 +542,77 @@ TEST_CASE("cache: timesteps that repeat the one before count as plain simulation
   CHECK(3 * repeats > accesses);
 }
 
+TEST_CASE("cache: a set that differs elsewhere in its timestep repeats its hits, as plain simulation does") {
+  // A weight tile read at every timestep, and beside it lines that move at each one
+  // (an output row), written or read, in the tile's own sets: those sets differ from
+  // the previous timestep's, and the tile's hits in them are taken with the repeats
+  // (with the three Cs, on the engine's stamps), their sets' ages moved as a lookup's
+  // hit moves them. Now and then the tile changes, a line of it is dropped or flipped
+  // to a write, or a moving line lands on a tile line: the hits there stop being
+  // repeats. count() against the generic engine's run(), cut anywhere.
+  std::mt19937_64 rng(61);
+  int runs = 0;
+  std::uint64_t in_differing = 0, repeats = 0;
+  for (CachePolicy p : {CachePolicy::lru, CachePolicy::fifo, CachePolicy::plru})
+    for (std::uint64_t ways : {8u, 16u})
+      for (std::uint64_t sets : {32u, 64u})
+        for (int write_mode = 0; write_mode < 3; ++write_mode) {
+          CacheConfig c = shape(sets * ways * 64, ways, 64, p);
+          c.write_back = write_mode != 1, c.write_allocate = write_mode != 2, c.three_cs = rng() % 4 != 0;
+          std::vector<LineAccess> in;
+          std::vector<std::size_t> ends;
+          std::vector<LineAccess> tile;
+          std::int64_t hold = 1;  // timesteps a moving line stays (two: a set that missed repeats)
+          for (std::int64_t t = 0; t < 400; ++t) {
+            if (t % 80 == 0) {  // a new tile: consecutive lines, some written
+              tile.clear(), hold = 1 + std::int64_t(rng() % 2);
+              const std::uint64_t base = rng() % (8 * sets * ways), n = 64 + rng() % 48;
+              for (std::uint64_t k = 0; k < n; ++k) tile.push_back({0, base + k, kNoTrace, 0, rng() % 6 == 0});
+            }
+            std::vector<LineAccess> step = tile;
+            // One to three moving lines, each at a place of the tile, in the set of a
+            // line of the tile (now and then that line itself).
+            for (std::uint64_t k = 0, m = 1 + rng() % 3; k < m; ++k) {
+              const LineAccess& near = tile[rng() % tile.size()];
+              const std::uint64_t line =
+                  rng() % 16 == 0 ? near.line : (1u << 20) + std::uint64_t(t / hold) * 8 * sets + near.line % sets + k * sets;
+              step.insert(step.begin() + std::ptrdiff_t(rng() % (step.size() + 1)),
+                          LineAccess{0, line, kNoTrace, 1, rng() % 2 == 0});
+            }
+            switch (rng() % 16) {
+              case 0: step.erase(step.begin() + std::ptrdiff_t(rng() % step.size())); break;
+              case 1: step[rng() % step.size()].write ^= true; break;
+              default: break;
+            }
+            for (LineAccess& a : step) a.timestep = t, in.push_back(a);
+            ends.push_back(in.size());
+          }
+          CacheModel fast(c, 2, 0), generic(c, 2, 0, CacheEngine::generic);
+          std::vector<CacheAccess> out;
+          cut_batches(in.size(), ends, 700, rng,
+                      [&](std::size_t at, std::size_t to) { fast.count(std::span(in).subspan(at, to - at)); });
+          generic.run(in, out);
+          fast.finish(), generic.finish();
+          CAPTURE(policy_name(p));
+          CAPTURE(ways);
+          CAPTURE(sets);
+          CAPTURE(write_mode);
+          CAPTURE(c.three_cs);
+          const CacheReport x = fast.report(), y = generic.report();
+          check_same(x.total, y.total);
+          for (std::size_t t = 0; t < 2; ++t) {
+            CAPTURE(t);
+            check_same(x.tensors[t], y.tensors[t]);
+          }
+          in_differing += fast.differing_set_repeats(), repeats += fast.repeats();
+          ++runs;
+        }
+  CHECK(runs == 3 * 2 * 2 * 3);
+  // The path is exercised: a good part of the repeats were in sets that differed.
+  CHECK(in_differing > 0);
+  CHECK(10 * in_differing > repeats);
+}
+
 TEST_CASE("cache: sets that miss and come back as they were repeat their misses as plain simulation does") {
   // A tile's rows folded into 16 of 64 sets, `per_set` lines a set read in turn at every
   // timestep (a set of W ways thrashes: under LRU and FIFO each fill evicts the line the

@@ -304,6 +304,10 @@ class CacheModel {
   // pinned (repeated at their places in each timestep, so certainly held; no update): a
   // diagnostic.
   std::uint64_t pinned_hits() const;
+  // Of repeats(), how many were in a set that differed elsewhere in their timestep (hits
+  // again in the way recorded, the set's ages moved as a lookup's hit moves them): a
+  // diagnostic.
+  std::uint64_t differing_set_repeats() const;
 
   // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
   // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
