@@ -2514,7 +2514,10 @@ std::size_t WarpBlock::max_runs(const CacheModel& model) {
   return std::size_t(std::max<std::uint64_t>(4096, 32 * lines));
 }
 
-WarpBlock::WarpBlock() : touched_lines_(std::make_unique<SeenLines>()), still_lines_(std::make_unique<SeenLines>()) {}
+WarpBlock::WarpBlock()
+    : touched_lines_(std::make_unique<SeenLines>()),
+      still_lines_(std::make_unique<SeenLines>()),
+      along_lines_(std::make_unique<SeenLines>()) {}
 WarpBlock::~WarpBlock() = default;
 WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
 WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
@@ -2761,12 +2764,13 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   };
   std::vector<Stay> stay_owners;
   std::vector<std::uint64_t> along;  // untouched lines that move with the touched ones
-  bool along_sorted = true;           // (sorted when out_of_reach() first needs it)
+  std::size_t along_marked = 0;       // those of them in along_lines_ (put there when out_of_reach() first asks)
+  along_lines_->clear();
   const auto classify = [&](std::uint64_t line, std::uint32_t owner, std::uint64_t then, bool shadow) {
     if (owner >= delta_.size()) return false;
     if (then == std::uint64_t(std::int64_t(line) + delta_[owner])) {
       low[owner] = std::min(low[owner], line), high[owner] = std::max(high[owner], line);
-      if (delta_[owner] != 0 && !touched(line)) along.push_back(line), along_sorted = false;
+      if (delta_[owner] != 0 && !touched(line)) along.push_back(line);
       return true;
     }
     if (then != line || touched(line)) return false;
@@ -2783,10 +2787,9 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     const std::int64_t lo = std::int64_t(low[owner]), hi = std::int64_t(high[owner]), l = std::int64_t(line);
     if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) return true;
     if (blocks > 256) return false;
-    if (!along_sorted) std::sort(along.begin(), along.end()), along_sorted = true;
+    for (; along_marked < along.size(); ++along_marked) along_lines_->test_and_set(along[along_marked]);
     for (std::int64_t i = 1; i <= blocks + 1; ++i)
-      if (touched(std::uint64_t(l - i * d)) || std::binary_search(along.begin(), along.end(), std::uint64_t(l - i * d)))
-        return false;
+      if (touched(std::uint64_t(l - i * d)) || along_lines_->test(std::uint64_t(l - i * d))) return false;
     return true;
   };
   // A line of `earlier` no block of the warp touches (this one or the next ones), and a
@@ -2940,7 +2943,7 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
       return false;
     }
     low = low0, high = high0, along = along0, stay_shadow_.resize(stays0), stay_owners.resize(owners0);
-    along_sorted = false;
+    along_lines_->clear(), along_marked = 0;
     // The places, from the newest, down to the deepest line a block may touch (found
     // from the oldest: the lines below it are checked again below).
     top = 0;
