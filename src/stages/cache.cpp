@@ -1863,34 +1863,34 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // set repeats its misses; the two timesteps have fewer lines than it): a run of
     // repeats is found, stamped and counted in one pass (hit_while), not four.
     [[maybe_unused]] const bool one_pass = missing_sets == 0 && all_held;
+    // An access of a set that differs (elsewhere: an output row among a weight tile's
+    // sets, 30% of Llama 3 8B's feed-forward places) that is the previous timestep's and
+    // hit, its line still in the way it hit in, hits there again: its set's ages move as
+    // access() would move them (its block kept aside first, as simulate_at() keeps it),
+    // and it is counted (and stamped, or its shadow moved) with the repeats, where it
+    // ended their run and was simulated whole (as 3 repeats cost).
+    const bool writes_back = !w.through;
+    const auto hits_again = [&](std::size_t x, std::size_t set) __attribute__((always_inline)) {
+      if (x >= R.size) return false;
+      const Replays::Record& r = R.records[x];
+      if (!r.hit || !r.same(p[x]) || !engine.holds_at(p[x].line, r.id, set)) return false;
+      if (begun_here && R.kept_at[set] != R.steps) {
+        R.kept_at[set] = R.steps;
+        engine.keep_block(set, R.kept.data() + set * R.block_bytes);
+      }
+      engine.hit(r.id);
+      if (p[x].write && writes_back) engine.dirty(r.id) = 1;
+      ++R.differing_set_repeats;
+      return true;
+    };
     for (std::size_t i = 0; i < n;) {
       if constexpr (Stamps && kStamped<Engine>)
         if (one_pass) {
           std::uint64_t* const repeats = repeated.data();
-          // An access of a set that differs (elsewhere: an output row among a weight
-          // tile's sets, 30% of Llama 3 8B's feed-forward places) that is the previous
-          // timestep's and hit, its line still in the way it hit in, hits there again:
-          // its set's ages move as access() would move them (its block kept aside first,
-          // as simulate_at() keeps it), and it is counted and stamped with the repeats,
-          // where it ended their run and was simulated whole (as 3 repeats cost).
-          const bool writes_back = !w.through;
-          const std::size_t recorded = R.size;
           const auto go = [&](std::size_t k) {
             const std::size_t x = i + k;
-            const LineAccess& a = p[x];
-            const std::size_t set = engine.set_of_line(a.line);
-            if (R.differs[set] == gen) {
-              if (x >= recorded) return false;
-              const Replays::Record& r = R.records[x];
-              if (!r.hit || !r.same(a) || !engine.holds_at(a.line, r.id, set)) return false;
-              if (begun_here && R.kept_at[set] != R.steps) {
-                R.kept_at[set] = R.steps;
-                engine.keep_block(set, R.kept.data() + set * R.block_bytes);
-              }
-              engine.hit(r.id);
-              if (a.write && writes_back) engine.dirty(r.id) = 1;
-              ++R.differing_set_repeats;
-            }
+            const std::size_t set = engine.set_of_line(p[x].line);
+            if (R.differs[set] == gen && !hits_again(x, set)) return false;
             ++repeats[R.records[x].key];
             return true;
           };
@@ -1905,9 +1905,12 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
           }
         }
       // The repeats up to the next access that is not one: hits in the ways recorded,
-      // whose records stand.
+      // whose records stand (those of sets that differ hit again, hits_again()).
       std::size_t j = i;
-      while (j < n && R.differs[engine.set_of_line(p[j].line)] != gen) ++j;
+      for (; j < n; ++j) {
+        const std::size_t set = engine.set_of_line(p[j].line);
+        if (R.differs[set] == gen && !hits_again(j, set)) break;
+      }
       // Among them, a set's misses (a set that came back as it was): each as the
       // previous timestep's, its victim evicted again; the shadow as access() moves it.
       bool misses = false;
