@@ -2030,10 +2030,20 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
       const std::size_t pinned_places = R.pin.size() > R.at ? std::min(n, R.pin.size() - R.at) : 0;
       const unsigned char* const pin = pinned_places != 0 ? R.pin.data() + R.at : nullptr;
       bool differs = false;
+      // Four places a step, their differences OR-ed as bits (a compare and a flag an
+      // access were 13 instructions of Mixtral 8x22B's 520 a timestep).
+      std::uint64_t diff = 0;
+      for (; i + 4 <= pinned_places; i += 4)
+        for (std::size_t k = i; k < i + 4; ++k) {
+          const std::uint64_t line = p[k].line;
+          diff |= (prev[k] ^ line) & (std::uint64_t(0) - std::uint64_t(pin[k] != 0));
+          cur[k] = line;
+        }
       for (; i < pinned_places; ++i) {
-        differs |= (pin[i] != 0) & (prev[i] != p[i].line);
+        diff |= (prev[i] ^ p[i].line) & (std::uint64_t(0) - std::uint64_t(pin[i] != 0));
         cur[i] = p[i].line;
       }
+      differs = diff != 0;
       if (differs || !R.pins_bounded(shadow.pins(), R.at + n, config.lines())) release_pins();
     } else if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest && R.steps >= R.pin_retry) {
       std::size_t same = 0;
