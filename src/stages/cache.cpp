@@ -309,6 +309,14 @@ class SetAssociative {
 template <class Meta>
 class KeyedSets {
  public:
+  // Whether way `id` (of `set`, the line's) holds `line`; if so, as lookup() found it
+  // there (hit() and dirty() then act on it), with no other read. (Plain C++: the
+  // replays call it on every target.)
+  [[gnu::always_inline]] bool holds_at(std::uint64_t line, std::int64_t id, std::size_t set) {
+    if (tag_[std::size_t(id)] != line) return false;
+    set_ = set;
+    return true;
+  }
 #if defined(__SSE2__)
   // lookup() where the way `id` may hold the line (the way a record saw it in): one tag
   // read where it does, not the set's keys.
@@ -318,13 +326,6 @@ class KeyedSets {
       return id;
     }
     return lookup(line);
-  }
-  // Whether way `id` (of `set`, the line's) holds `line`; if so, as lookup() found it
-  // there (hit() and dirty() then act on it), with no other read.
-  [[gnu::always_inline]] bool holds_at(std::uint64_t line, std::int64_t id, std::size_t set) {
-    if (tag_[std::size_t(id)] != line) return false;
-    set_ = set;
-    return true;
   }
   [[gnu::always_inline]] std::int64_t lookup(std::uint64_t line) {
     set_ = set_of(line);
