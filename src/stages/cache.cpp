@@ -1813,14 +1813,14 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // A set's first access in a timestep begun here keeps its block aside first.
     // Inlined at its three calls: a call cost 28 instructions of set-up (Llama 3 8B's
     // feed-forward output rows share sets with the weights, so 15% of places come here).
-    const auto simulate_at = [&](std::size_t i) __attribute__((always_inline)) {
-      if (begun_here) {
-        const std::size_t set = engine.set_of_line(p[i].line);
-        if (R.kept_at[set] != R.steps) {
-          R.kept_at[set] = R.steps;
-          engine.keep_block(set, R.kept.data() + set * R.block_bytes);
-        }
+    const auto keep_set = [&](std::size_t set) __attribute__((always_inline)) {
+      if (begun_here && R.kept_at[set] != R.steps) {
+        R.kept_at[set] = R.steps;
+        engine.keep_block(set, R.kept.data() + set * R.block_bytes);
       }
+    };
+    const auto simulate_at = [&](std::size_t i) __attribute__((always_inline)) {
+      if (begun_here) keep_set(engine.set_of_line(p[i].line));
       std::int64_t id;
       Victim v;
       // The way the previous timestep's access at this place left its line in, if that
@@ -1870,17 +1870,13 @@ inline std::uint64_t CacheModel::Impl::replays_loop(Engine& engine, std::span<co
     // access() would move them (its block kept aside first, as simulate_at() keeps it),
     // and it is counted (and stamped, or its shadow moved) with the repeats, where it
     // ended their run and was simulated whole (as 3 repeats cost).
-    const bool writes_back = !w.through;
     const auto hits_again = [&](std::size_t x, std::size_t set) __attribute__((always_inline)) {
       if (x >= R.size) return false;
       const Replays::Record& r = R.records[x];
       if (!r.hit || !r.same(p[x]) || !engine.holds_at(p[x].line, r.id, set)) return false;
-      if (begun_here && R.kept_at[set] != R.steps) {
-        R.kept_at[set] = R.steps;
-        engine.keep_block(set, R.kept.data() + set * R.block_bytes);
-      }
+      keep_set(set);
       engine.hit(r.id);
-      if (p[x].write && writes_back) engine.dirty(r.id) = 1;
+      if (p[x].write && !wt) engine.dirty(r.id) = 1;
       ++R.differing_set_repeats;
       return true;
     };
@@ -2030,22 +2026,17 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
     if (shadow.pinned()) {
       const std::size_t pinned_places = R.pin.size() > R.at ? std::min(n, R.pin.size() - R.at) : 0;
       const unsigned char* const pin = pinned_places != 0 ? R.pin.data() + R.at : nullptr;
-      bool differs = false;
       // Four places a step, their differences OR-ed as bits (a compare and a flag an
-      // access were 13 instructions of Mixtral 8x22B's 520 a timestep).
+      // access were 13 instructions of Mixtral 8x22B's 520 a timestep; OR-ed one place a
+      // step, 14).
       std::uint64_t diff = 0;
-      for (; i + 4 <= pinned_places; i += 4)
-        for (std::size_t k = i; k < i + 4; ++k) {
-          const std::uint64_t line = p[k].line;
-          diff |= (prev[k] ^ line) & (std::uint64_t(0) - std::uint64_t(pin[k] != 0));
-          cur[k] = line;
-        }
-      for (; i < pinned_places; ++i) {
-        diff |= (prev[i] ^ p[i].line) & (std::uint64_t(0) - std::uint64_t(pin[i] != 0));
-        cur[i] = p[i].line;
-      }
-      differs = diff != 0;
-      if (differs || !R.pins_bounded(shadow.pins(), R.at + n, config.lines())) release_pins();
+      const auto check = [&](std::size_t k) __attribute__((always_inline)) {
+        diff |= (prev[k] ^ p[k].line) & (std::uint64_t(0) - std::uint64_t(pin[k] != 0));
+        cur[k] = p[k].line;
+      };
+      for (; i + 4 <= pinned_places; i += 4) check(i), check(i + 1), check(i + 2), check(i + 3);
+      for (; i < pinned_places; ++i) check(i);
+      if (diff != 0 || !R.pins_bounded(shadow.pins(), R.at + n, config.lines())) release_pins();
     } else if (R.at == 0 && R.size >= Replays::kShortest && n >= Replays::kShortest && R.steps >= R.pin_retry) {
       std::size_t same = 0;
       for (const std::size_t common = std::min(n, R.size); i < common; ++i) {
