@@ -769,8 +769,8 @@ TEST_CASE("cache: the three Cs' shadow pins the lines a timestep repeats, and co
 }
 
 TEST_CASE("cache: with the replays off, the shadow stays pinned where no set repeats, and counts as plain simulation does") {
-  // Mixtral 8x22B's feed-forward tiles: 3W lines in each of 8 sets read at every
-  // timestep (they thrash), then an output row of 4 lines that alternates between two
+  // Mixtral 8x22B's feed-forward tiles: 3W lines in each of 8 sets (or 1.5W in 16) read
+  // at every timestep (they thrash), then an output row of 4 lines that alternates between two
   // halves of those sets and moves on every timestep: every tile set differs from the previous
   // timestep, nothing repeats, and the replays turn off; the tile's lines are still the
   // previous timestep's at their places, so the shadow pins them (pins_loop). Now and
@@ -787,9 +787,11 @@ TEST_CASE("cache: with the replays off, the shadow stays pinned where no set rep
       for (std::int64_t t = 0; t < 2000; ++t) {
         if (t % 60 == 0) {
           tile.clear();
-          const std::uint64_t base = 8192 * std::uint64_t(1 + t / 60);
+          // Rows of 8 lines `sets` apart (8 sets, each a line a row), or every other tile
+          // sets / 2 apart (16 sets, a line every other row).
+          const std::uint64_t base = 8192 * std::uint64_t(1 + t / 60), stride = t / 60 % 2 ? sets / 2 : sets;
           for (std::uint64_t m = 0; m < 3 * ways; ++m)
-            for (std::uint64_t set = 0; set < 8; ++set) tile.push_back({0, base + set + m * sets, kNoTrace, 0, false});
+            for (std::uint64_t set = 0; set < 8; ++set) tile.push_back({0, base + set + m * stride, kNoTrace, 0, false});
         }
         std::vector<LineAccess> step = tile;
         switch (rng() % 50) {
@@ -799,6 +801,10 @@ TEST_CASE("cache: with the replays off, the shadow stays pinned where no set rep
         }
         for (std::uint64_t k = 0; k < 4; ++k)
           step.push_back({0, 1000000 + std::uint64_t(t) * sets + std::uint64_t(t % 2) * 4 + k, kNoTrace, 1, true});
+        // Now and then a line of the tile read again last: a hit where its set still holds
+        // it, and the next timestep's tile finds it in its set, the newest (where it is
+        // among a set's first W lines of the tile, that streak is simulated).
+        if (rng() % 8 == 0) step.push_back(tile[rng() % tile.size()]);
         for (LineAccess& a : step) a.timestep = t, in.push_back(a);
         ends.push_back(in.size());
       }
@@ -816,6 +822,9 @@ TEST_CASE("cache: with the replays off, the shadow stays pinned where no set rep
       // Pinned most of the time, not only in the replays' batches (one in 64).
       MESSAGE("pinned " << fast.pinned_hits() << " of " << x.total.accesses);
       CHECK(2 * fast.pinned_hits() > x.total.accesses);
+      // Most of them a streak at a time (rows of 8 lines, 64 apart: every set once a row).
+      MESSAGE("in streaks " << fast.pinned_streak_lines());
+      CHECK(2 * fast.pinned_streak_lines() > fast.pinned_hits());
     }
 }
 

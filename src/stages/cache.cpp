@@ -488,6 +488,8 @@ class SmallSets : public KeyedSets<AgeMeta> {
   void hit(std::int64_t) {}
   Victim fill(std::uint64_t, bool, std::uint32_t, std::optional<std::uint32_t> = std::nullopt) { return {}; }
 #endif
+  // The age of way `id` (0 the newest).
+  std::uint64_t age(std::int64_t id) const { return std::uint64_t(meta_[std::size_t(id) / ways_].age[std::size_t(id) % ways_]); }
   // Per set, its lines newest first: a way's place is its age (which way holds a line
   // is not observable).
   void snapshot(CacheSnapshot& out) const {
@@ -1247,6 +1249,26 @@ struct CacheModel::Impl {
   // pinned where the replays would pin it.
   template <class Engine>
   std::uint64_t pins_loop(Engine& engine, std::span<const LineAccess> in);
+  // pins_loop's part of a timestep, its pinned streaks counted at once (LRU): see below.
+  // `at`: the part's first place in its timestep; `whole`: the part is the timestep.
+  std::uint64_t pinned_streaks(SmallSets<CachePolicy::lru>& engine, std::span<const LineAccess> part,
+                               const unsigned char* pin, std::size_t pinned_places, std::size_t at, bool whole);
+  std::vector<std::uint32_t> streak_set_mark;  // pinned_streaks()'s: per set, the streak that touched it
+  std::vector<std::uint32_t> streak_set_list, streak_set_count;
+  std::uint32_t streak_mark = 0;
+  // The pinned streaks a whole timestep had, at its places, while the same pins hold
+  // (pin_shadow() makes new ones): a pinned place holds the same line at every
+  // timestep until the pins are released, so the rows are there again and only their
+  // trace, tensor and direction are checked (finding them was 17 instructions a place).
+  struct PinnedStreak {
+    std::size_t place;
+    std::uint64_t count, period;
+    std::uint32_t trace, tensor;
+    bool write;
+  };
+  std::vector<PinnedStreak> pinned_streak_memo;
+  std::uint64_t pin_generation = 0, memo_generation = ~std::uint64_t(0);
+  std::uint64_t pinned_streak_lines = 0;  // counted by pinned_streaks() (a diagnostic)
   // A timestep that repeats the one before in a set: a weight that a register holds
   // while tokens stream past it is read again at every timestep (Llama 3 8B's
   // projections: 512 lines at each of 128 timesteps, beside 8 lines that change). Where
@@ -2046,12 +2068,119 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
       if (2 * same >= n && R.size + n - same <= config.lines()) pin_shadow(p, n);
     }
     for (; i < n; ++i) cur[i] = p[i].line;
-    engine_hits += simulate<false, false, false>(engine, part, nullptr);
+    const std::size_t pinned_places = shadow.pinned() && R.pin.size() > R.at ? std::min(n, R.pin.size() - R.at) : 0;
+    if constexpr (std::is_same_v<Engine, SmallSets<CachePolicy::lru>>)
+      if (pinned_places >= 2 * config.associativity())
+        engine_hits += pinned_streaks(engine, part, R.pin.data() + R.at, pinned_places, R.at, R.at == 0 && q != end);
+      else
+        engine_hits += simulate<false, false, false>(engine, part, nullptr);
+    else
+      engine_hits += simulate<false, false, false>(engine, part, nullptr);
     R.at += n, p = q;
   }
   // Mostly not pinned of late: the next batches are simulated plainly.
   R.decay_pins(in.size(), shadow.pinned_hits - pinned_before);
   if (4 * R.pin_hits < R.pin_accesses) R.pins_only = false;
+  return engine_hits;
+}
+
+// A streak of pinned places (LRU, with the three Cs' shadow on its own and pinned):
+// rows of `row` consecutive lines `stride` apart, of one trace, tensor and direction,
+// each line at a place pinned in this timestep (Mixtral 8x22B's feed-forward weight
+// tiles: 128 rows of 4 lines, 512 lines apart, read again at each of 128 timesteps,
+// folded into 8 sets of the 1 MiB cache, 64 lines each). Its lines are distinct; W x P
+// of them (P: the lines of the rows that move it by a whole number of sets, so each of
+// its sets takes one or more of them a period) give each set it touches W of its lines
+// or more. Where none of its first W x P lines is in its set now, every one of its lines
+// misses (each of a set's first W finds it without them, each later one after W misses
+// of other lines), as the streaks of count() do; here the three Cs' shadow holds every
+// one (pinned, the pins checked for the whole part): each a conflict miss that changes
+// nothing in the shadow. So a whole number of periods is counted at once: the victims
+// are what its sets hold now, then its own lines past each set's first W; its sets end
+// with its last W x P lines, filled in order. The rest of the part is simulated, in
+// order. Where its first W x P lines are not all absent, they are simulated.
+std::uint64_t CacheModel::Impl::pinned_streaks(SmallSets<CachePolicy::lru>& engine, std::span<const LineAccess> part,
+                                               const unsigned char* pin, std::size_t pinned_places, std::size_t at,
+                                               bool whole) {
+  const LineAccess* const p = part.data();
+  const std::uint64_t sets = config.sets(), ways = config.associativity();
+  const Writes w = writes();
+  std::uint64_t engine_hits = 0;
+  std::size_t from = 0;  // the first place not yet simulated or counted
+  if (streak_set_mark.size() != sets) streak_set_mark.assign(sets, 0), streak_set_count.assign(sets, 0), streak_mark = 0;
+  // The streak of `count` lines at place i counted, if none of its first W x P lines is
+  // in its set now (what comes before it simulated first).
+  const auto count = [&](std::size_t i, std::uint64_t count, std::uint64_t period) {
+    if (from < i) engine_hits += simulate<false, false, false>(engine, part.subspan(from, i - from), nullptr), from = i;
+    // Its sets (a period touches each), and each set's j-th line of it, for j < W, not
+    // held there now at an age under W - j (LRU: each miss before it evicts the oldest,
+    // so a held line of age a is gone by the j-th if a + j >= W).
+    if (++streak_mark == 0) std::fill(streak_set_mark.begin(), streak_set_mark.end(), 0), streak_mark = 1;
+    streak_set_list.clear();
+    for (std::size_t x = i; x < i + ways * period; ++x) {
+      const std::size_t set = engine.set_of_line(p[x].line);
+      if (streak_set_mark[set] != streak_mark)
+        streak_set_mark[set] = streak_mark, streak_set_count[set] = 0, streak_set_list.push_back(std::uint32_t(set));
+      const std::uint64_t j = streak_set_count[set]++;
+      if (j >= ways) continue;
+      if (const std::int64_t id = engine.lookup(p[x].line); id >= 0 && engine.age(id) + j < ways) return;
+    }
+    const LineAccess& a = p[i];
+    const bool dirty = a.write && !w.through;
+    for (const std::uint32_t set : streak_set_list) engine.empty_set(set, writebacks);
+    if (dirty) writebacks[a.tensor] += count - ways * streak_set_list.size();
+    for (std::size_t x = i + count - ways * period; x < i + count; ++x) engine.put(p[x].line, dirty, a.tensor);
+    const std::size_t key = this->key(a.trace, a.tensor);
+    key_tensor[key] = a.tensor;
+    CacheTally& c = keys[key];
+    c.accesses += count;
+    if (a.write && w.through) c.write_throughs += count;
+    shadow.pinned_hits += count, pinned_streak_lines += count;
+    from = i + count;
+  };
+  if (memo_generation == pin_generation) {
+    for (const PinnedStreak& m : pinned_streak_memo) {
+      if (m.place < at || m.place + m.count > at + pinned_places) continue;  // (not all in this part)
+      const std::size_t i = m.place - at;
+      bool same = true;
+      for (std::size_t x = i; x < i + m.count; ++x)
+        same &= p[x].trace == m.trace && p[x].tensor == m.tensor && p[x].write == m.write;
+      if (same) count(i, m.count, m.period);
+    }
+  } else {
+    if (whole) pinned_streak_memo.clear(), memo_generation = pin_generation;
+    const auto same_key = [](const LineAccess& a, const LineAccess& b) {
+      return a.trace == b.trace && a.tensor == b.tensor && a.write == b.write;
+    };
+    for (std::size_t i = 0; i + 2 * ways <= pinned_places;) {
+      const LineAccess& a = p[i];
+      if (!pin[i] || (a.write && !w.allocate)) {
+        ++i;
+        continue;
+      }
+      // Its first row: consecutive lines; then rows at a stride (the last one may be cut).
+      std::size_t j = i + 1;
+      while (j < pinned_places && pin[j] && p[j].line == p[j - 1].line + 1 && same_key(p[j], a)) ++j;
+      const std::uint64_t row = j - i;
+      if (j == pinned_places || !pin[j] || !same_key(p[j], a) || p[j].line <= p[j - 1].line + 1) {
+        i = j;  // (one row: a streak of consecutive lines needs W x S of them, more than pins can be)
+        continue;
+      }
+      const std::uint64_t stride = p[j].line - a.line;
+      std::size_t k = j;
+      for (std::uint64_t start = p[j].line, in_row = 0;
+           k < pinned_places && pin[k] && same_key(p[k], a) && p[k].line == start + in_row; ++k)
+        if (++in_row == row) in_row = 0, start += stride;
+      const std::uint64_t period = sets / std::gcd(stride % sets, sets) * row;
+      const std::uint64_t d = std::uint64_t(k - i) / period * period;
+      if (d >= ways * period && period * ways <= config.lines()) {
+        if (whole) pinned_streak_memo.push_back({at + i, d, period, a.trace, a.tensor, a.write});
+        count(i, d, period);
+      }
+      i = std::max<std::size_t>(k, from);
+    }
+  }
+  if (from < part.size()) engine_hits += simulate<false, false, false>(engine, part.subspan(from), nullptr);
   return engine_hits;
 }
 
@@ -2110,6 +2239,7 @@ void CacheModel::Impl::pin_shadow(const LineAccess* p, std::size_t n) {
   // write that does not allocate may have left one out).
   std::vector<std::uint64_t> lines;
   R.pin.assign(common, 0);
+  ++pin_generation;  // (pinned_streaks() finds its streaks anew)
   for (std::size_t i = 0; i < common; ++i)
     if (R.prev_line(i) == p[i].line && shadow.holds_any(p[i].line, p[i].line)) R.pin[i] = 1, lines.push_back(p[i].line);
   while (!R.pin.empty() && R.pin.back() == 0) R.pin.pop_back();
@@ -2183,6 +2313,7 @@ const CacheConfig& CacheModel::config() const { return impl_->config; }
 std::uint64_t CacheModel::repeats() const { return impl_->replays.counted; }
 bool CacheModel::wide_loops() const { return impl_->wide; }
 std::uint64_t CacheModel::pinned_hits() const { return impl_->shadow.pinned_hits; }
+std::uint64_t CacheModel::pinned_streak_lines() const { return impl_->pinned_streak_lines; }
 std::uint64_t CacheModel::differing_set_repeats() const { return impl_->replays.differing_set_repeats; }
 
 void CacheModel::Impl::count_streaks(std::span<const LineAccess> in) {

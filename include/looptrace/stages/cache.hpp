@@ -312,6 +312,9 @@ class CacheModel {
   // again in the way recorded, the set's ages moved as a lookup's hit moves them): a
   // diagnostic.
   std::uint64_t differing_set_repeats() const;
+  // Of pinned_hits(), how many were counted a streak at a time (rows of pinned lines at a
+  // stride that thrash their sets, LRU: every one a miss): a diagnostic.
+  std::uint64_t pinned_streak_lines() const;
 
   // Warps (cache_warp.cpp). Whether the engine's state can be read and shifted: LRU and
   // FIFO, whose outcomes depend on the lines' recency alone, not on which way holds them.
