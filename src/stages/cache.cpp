@@ -2112,18 +2112,26 @@ std::uint64_t CacheModel::Impl::pinned_streaks(SmallSets<CachePolicy::lru>& engi
   // in its set now (what comes before it simulated first).
   const auto count = [&](std::size_t i, std::uint64_t count, std::uint64_t period) {
     if (from < i) engine_hits += simulate<false, false, false>(engine, part.subspan(from, i - from), nullptr), from = i;
-    // Its sets (a period touches each), and each set's j-th line of it, for j < W, not
-    // held there now at an age under W - j (LRU: each miss before it evicts the oldest,
-    // so a held line of age a is gone by the j-th if a + j >= W).
+    // Its sets (a period touches each, as many times each period).
     if (++streak_mark == 0) std::fill(streak_set_mark.begin(), streak_set_mark.end(), 0), streak_mark = 1;
     streak_set_list.clear();
-    for (std::size_t x = i; x < i + ways * period; ++x) {
+    for (std::size_t x = i; x < i + period; ++x) {
       const std::size_t set = engine.set_of_line(p[x].line);
       if (streak_set_mark[set] != streak_mark)
         streak_set_mark[set] = streak_mark, streak_set_count[set] = 0, streak_set_list.push_back(std::uint32_t(set));
-      const std::uint64_t j = streak_set_count[set]++;
-      if (j >= ways) continue;
-      if (const std::int64_t id = engine.lookup(p[x].line); id >= 0 && engine.age(id) + j < ways) return;
+      ++streak_set_count[set];
+    }
+    // Each set's j-th line of it, for j < W, not held there now at an age under W - j
+    // (LRU: each miss before it evicts the oldest, so a held line of age a is gone by the
+    // j-th if a + j >= W). Most are not held at all: j is counted only for those that are.
+    for (std::size_t x = i; x < i + ways * period; ++x) {
+      const std::int64_t id = engine.lookup(p[x].line);
+      if (id < 0) [[likely]]
+        continue;
+      const std::size_t set = engine.set_of_line(p[x].line);
+      std::uint64_t j = (x - i) / period * streak_set_count[set];
+      for (std::size_t y = i + (x - i) / period * period; y < x; ++y) j += engine.set_of_line(p[y].line) == set;
+      if (engine.age(id) + j < ways) return;
     }
     const LineAccess& a = p[i];
     const bool dirty = a.write && !w.through;
