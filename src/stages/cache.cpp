@@ -2661,7 +2661,8 @@ std::size_t WarpBlock::max_runs(const CacheModel& model) {
 WarpBlock::WarpBlock()
     : touched_lines_(std::make_unique<SeenLines>()),
       still_lines_(std::make_unique<SeenLines>()),
-      along_lines_(std::make_unique<SeenLines>()) {}
+      along_lines_(std::make_unique<SeenLines>()),
+      marked_runs_(std::size_t(1) << kMarkedRunBits) {}
 WarpBlock::~WarpBlock() = default;
 WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
 WarpBlock& WarpBlock::operator=(WarpBlock&&) noexcept = default;
@@ -2670,6 +2671,7 @@ void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs)
   delta_.assign(delta.begin(), delta.end());
   log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
   touched_lines_->clear(), still_lines_->clear();  // (a block's lines are its own)
+  ++gen_;  // (the runs marked before are not)
   still_marked_ = mark_still_ = true, wants_still_ = false;
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
@@ -2740,6 +2742,11 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
     }
     std::uint64_t last = a.line;
     for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
+    if (a.line != last) {  // (a line belongs to one tensor: marked where its tensor's lines go)
+      MarkedRun& m = marked_runs_[std::size_t((a.line * 0x9E3779B97F4A7C15ull) >> (64 - kMarkedRunBits))];
+      if (m.gen == gen_ && m.first == a.line && m.last >= last) continue;
+      m = {a.line, last, gen_};
+    }
     if (delta[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
     else if (a.line != last) record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
     // One line, touched before in the block as most are: its key is not asked.

@@ -260,6 +260,17 @@ class WarpBlock {
   // sorted copy, searched for each block of each line left in place, was a tenth of
   // DeepSeek-V3's AV_latent: 6,000 to 23,000 lines at each compare).
   std::unique_ptr<SeenLines> along_lines_;
+  // Runs of two or more lines recently marked in the block (touched, or still), by a
+  // hash of their first line, of generation gen_ (reset() makes a new one): a run that
+  // one covers is marked already, so add() asks neither its key nor the bitmap's words
+  // (a weight tile read at every timestep: 128 runs of 4 lines each, Mixtral 8x22B's
+  // and DeepSeek-V3's, recorded again at each).
+  struct MarkedRun {
+    std::uint64_t first = 0, last = 0, gen = 0;
+  };
+  static constexpr unsigned kMarkedRunBits = 9;
+  std::vector<MarkedRun> marked_runs_;
+  std::uint64_t gen_ = 0;
   bool still_marked_ = true, mark_still_ = true, wants_still_ = false;
   std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)
