@@ -1,6 +1,7 @@
 #include "looptrace/stages/cache_lines.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <bit>
 
 #include "looptrace/stages/transfers.hpp"
@@ -68,8 +69,15 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
       })) {
     const std::size_t at = out.size(), n = m.lines.size();
     out.resize(at + n, boost::container::default_init);
+    // A line's 32 bytes copied as such (two moves of 16 on SSE2), then its timestep: as
+    // a struct, field by field, it cost 11 instructions (Mixtral 8x22B's weight tiles,
+    // 512 lines a timestep).
     LineAccess* o = out.data() + at;
-    for (std::size_t i = 0; i < n; ++i) o[i] = m.lines[i], o[i].timestep = t;
+    const LineAccess* from = m.lines.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(static_cast<void*>(o + i), from + i, sizeof(LineAccess));
+      o[i].timestep = t;
+    }
     m.misses = 0;
     return;
   }
