@@ -518,6 +518,14 @@ class SmallSets : public KeyedSets<AgeMeta> {
       tag_[i] = kNoLine, m.age[w] = kEmpty, m.dirty[w] = 0, m.key[w] = kEmptyKey;
     }
   }
+  // Way `way` of set `set` holds `line` at age `way` (the caller fills an emptied set's
+  // ways 0, 1, ... newest first).
+  void place(std::size_t set, std::size_t way, std::uint64_t line, bool dirty, std::uint32_t tensor) {
+    AgeMeta& m = meta_[set];
+    const std::size_t id = set * ways_ + way;
+    tag_[id] = line, owner_[id] = tensor;
+    m.key[way] = key_of(line), m.dirty[way] = dirty, m.age[way] = std::int8_t(way);
+  }
   // `line` (not held) comes in as a miss does; what it evicts is not said.
   void put(std::uint64_t line, bool dirty, std::uint32_t tensor) {
     set_ = set_of(line);
@@ -2137,7 +2145,14 @@ std::uint64_t CacheModel::Impl::pinned_streaks(SmallSets<CachePolicy::lru>& engi
     const bool dirty = a.write && !w.through;
     for (const std::uint32_t set : streak_set_list) engine.empty_set(set, writebacks);
     if (dirty) writebacks[a.tensor] += count - ways * streak_set_list.size();
-    for (std::size_t x = i + count - ways * period; x < i + count; ++x) engine.put(p[x].line, dirty, a.tensor);
+    // Each set's last W lines, newest first: the k-th at age k, in way k (which way is
+    // not observable), written in place where a fill each cost about 30 instructions.
+    for (const std::uint32_t set : streak_set_list) streak_set_count[set] = 0;
+    for (std::size_t x = i + count; x-- > i + count - ways * period;) {
+      const std::size_t set = engine.set_of_line(p[x].line);
+      if (const std::uint32_t k = streak_set_count[set]; k < ways)
+        engine.place(set, k, p[x].line, dirty, a.tensor), streak_set_count[set] = k + 1;
+    }
     const std::size_t key = this->key(a.trace, a.tensor);
     key_tensor[key] = a.tensor;
     CacheTally& c = keys[key];
