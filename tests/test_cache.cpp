@@ -825,7 +825,8 @@ TEST_CASE("cache: with the replays off, the shadow stays pinned where no set rep
       // writes are not allocated, a written tile's lines never come in, so less.
       MESSAGE("pinned " << fast.pinned_hits() << " of " << x.total.accesses);
       CHECK((write_mode == 2 ? 8 : 2) * fast.pinned_hits() > x.total.accesses);
-      // Most of them a streak at a time (rows of 8 lines, 64 apart: every set once a row).
+      // Most of them a streak at a time (rows of 8 lines: every set of the tile once a
+      // row, or every other row).
       MESSAGE("in streaks " << fast.pinned_streak_lines());
       CHECK(2 * fast.pinned_streak_lines() > fast.pinned_hits());
     }

@@ -2076,14 +2076,14 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
       if (2 * same >= n && R.size + n - same <= config.lines()) pin_shadow(p, n);
     }
     for (; i < n; ++i) cur[i] = p[i].line;
+    // (The pins may have gone or come above: their places are taken again.)
     const std::size_t pinned_places = shadow.pinned() && R.pin.size() > R.at ? std::min(n, R.pin.size() - R.at) : 0;
-    if constexpr (std::is_same_v<Engine, SmallSets<CachePolicy::lru>>)
-      if (pinned_places >= 2 * config.associativity())
+    bool counted = false;
+    if constexpr (std::is_same_v<Engine, SmallSets<CachePolicy::lru>>) {
+      if ((counted = pinned_places >= 2 * config.associativity()))
         engine_hits += pinned_streaks(engine, part, R.pin.data() + R.at, pinned_places, R.at, R.at == 0 && q != end);
-      else
-        engine_hits += simulate<false, false, false>(engine, part, nullptr);
-    else
-      engine_hits += simulate<false, false, false>(engine, part, nullptr);
+    }
+    if (!counted) engine_hits += simulate<false, false, false>(engine, part, nullptr);
     R.at += n, p = q;
   }
   // Mostly not pinned of late: the next batches are simulated plainly.
@@ -2099,14 +2099,14 @@ std::uint64_t CacheModel::Impl::pins_loop(Engine& engine, std::span<const LineAc
 // folded into 8 sets of the 1 MiB cache, 64 lines each). Its lines are distinct; W x P
 // of them (P: the lines of the rows that move it by a whole number of sets, so each of
 // its sets takes one or more of them a period) give each set it touches W of its lines
-// or more. Where none of its first W x P lines is in its set now, every one of its lines
-// misses (each of a set's first W finds it without them, each later one after W misses
-// of other lines), as the streaks of count() do; here the three Cs' shadow holds every
-// one (pinned, the pins checked for the whole part): each a conflict miss that changes
-// nothing in the shadow. So a whole number of periods is counted at once: the victims
-// are what its sets hold now, then its own lines past each set's first W; its sets end
-// with its last W x P lines, filled in order. The rest of the part is simulated, in
-// order. Where its first W x P lines are not all absent, they are simulated.
+// or more. Where each set's j-th line of it, for j < W, is not held now, or held at an
+// age a with a + j >= W, every one of its lines misses (each of a set's first W finds it
+// gone, each later one comes after W misses of other lines), as the streaks of count()
+// do; here the three Cs' shadow holds every one (pinned, the pins checked for the whole
+// part): each a conflict miss that changes nothing in the shadow. So a whole number of
+// periods is counted at once: the victims are what its sets hold now, then its own lines
+// past each set's first W; each set ends with its last W lines, written in place. The
+// rest of the part, and a streak that fails the check, is simulated, in order.
 std::uint64_t CacheModel::Impl::pinned_streaks(SmallSets<CachePolicy::lru>& engine, std::span<const LineAccess> part,
                                                const unsigned char* pin, std::size_t pinned_places, std::size_t at,
                                                bool whole) {
@@ -2116,8 +2116,8 @@ std::uint64_t CacheModel::Impl::pinned_streaks(SmallSets<CachePolicy::lru>& engi
   std::uint64_t engine_hits = 0;
   std::size_t from = 0;  // the first place not yet simulated or counted
   if (streak_set_mark.size() != sets) streak_set_mark.assign(sets, 0), streak_set_count.assign(sets, 0), streak_mark = 0;
-  // The streak of `count` lines at place i counted, if none of its first W x P lines is
-  // in its set now (what comes before it simulated first).
+  // The streak of `count` lines at place i counted, where every line of it misses (what
+  // comes before it simulated first).
   const auto count = [&](std::size_t i, std::uint64_t count, std::uint64_t period) {
     if (from < i) engine_hits += simulate<false, false, false>(engine, part.subspan(from, i - from), nullptr), from = i;
     // Its sets (a period touches each, as many times each period).

@@ -1,8 +1,8 @@
 #include "looptrace/stages/cache_lines.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <bit>
+#include <cstring>
 
 #include "looptrace/stages/transfers.hpp"
 
