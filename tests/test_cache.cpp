@@ -1254,6 +1254,108 @@ TEST_CASE("cache lines: a group that repeats the previous one's records, its lin
   }
 }
 
+TEST_CASE("cache lines: the groups that repeat their trace's previous group are named, and only those") {
+  // Each group (a trace's lines at a timestep) that CacheLines::repeated() names must be
+  // one whole group whose lines are, one for one, its trace's previous group's, at the
+  // timestep named; each such group whose previous one is in the same batch must be
+  // named (Z's row, copied from the memo while k goes round, and at 64-byte lines A's
+  // row, met again at a new element). Small batches, by cutting at `until`, put
+  // previous groups in the batch before too.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
+  for (std::uint64_t line : {4u, 16u, 64u})
+    for (const std::int64_t step : {std::int64_t(1), std::int64_t(3), std::int64_t(1000)}) {
+      CAPTURE(line);
+      CAPTURE(step);
+      const AddressMap map = default_address_map(s, StreamContext{&s, {}, {}}, 64);
+      auto p = trace_runs_pipeline(s, {}) | cache_lines(line, map, true);
+      struct Group {
+        std::int64_t timestep = -1;
+        std::vector<std::pair<std::uint64_t, bool>> lines;
+      };
+      std::map<std::uint32_t, Group> last;  // per trace, its previous group
+      std::size_t named = 0, in_batch = 0;
+      for (std::int64_t until = step;; until += step) {
+        const auto batch = p.next_batch(until);
+        if (batch.empty() && until >= s.n_timesteps) break;
+        const auto repeated = p.repeated();
+        std::size_t r = 0;
+        std::map<std::uint32_t, bool> seen_in_batch;
+        for (std::size_t b = 0; b < batch.size();) {
+          std::size_t e = b + 1;
+          while (e < batch.size() && batch[e].trace == batch[b].trace && batch[e].timestep == batch[b].timestep &&
+                 batch[e].write == batch[b].write)
+            ++e;
+          Group g{batch[b].timestep, {}};
+          for (std::size_t i = b; i < e; ++i) g.lines.emplace_back(batch[i].line, batch[i].write);
+          const std::uint32_t trace = batch[b].trace;
+          const auto prev = last.find(trace);
+          const bool repeats = prev != last.end() && prev->second.lines == g.lines;
+          const bool is_named = r < repeated.size() && repeated[r].begin == b;
+          if (is_named) {
+            CHECK(repeated[r].end == e);
+            CHECK(repeats);
+            if (prev != last.end()) CHECK(repeated[r].previous == prev->second.timestep);
+            ++r, ++named;
+          }
+          if (repeats && seen_in_batch[trace]) {
+            CHECK(is_named);
+            ++in_batch;
+          }
+          seen_in_batch[trace] = true;
+          last[trace] = std::move(g);
+          b = e;
+        }
+        CHECK(r == repeated.size());  // each names a group, in order
+      }
+      // One timestep a batch: only the memo's copies (W's tile and Z's row) are named.
+      CHECK(named >= in_batch);
+      CHECK((step == 1 ? named : in_batch) > 10);
+    }
+}
+
+TEST_CASE("warp block: a group that repeats one added since reset() is skipped, and the runs are the same") {
+  // Two blocks fed the same batches, one told which groups repeat, reset together at
+  // random batches: the same runs, keys and touched lines at each reset.
+  const Schedule s = th::compile_text2(kWarpWorkload, kWarpMapping);
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 16;
+  const CacheModel model(c, s.tensors.size(), s.traces.size());
+  std::mt19937_64 rng(2053);
+  const AddressMap map = default_address_map(s, StreamContext{&s, {}, {}}, 64);
+  for (int round = 0; round < 8; ++round) {
+    auto p = trace_runs_pipeline(s, {}) | cache_lines(c.line_bytes, map, true);
+    std::vector<std::int64_t> delta(s.tensors.size());
+    for (auto& d : delta) d = std::int64_t(rng() % 3);
+    WarpBlock told, plain;
+    const auto reset = [&] {
+      const bool still = rng() % 2;
+      told.reset(delta, std::size_t(1) << 20), plain.reset(delta, std::size_t(1) << 20);
+      told.mark_still(still), plain.mark_still(still);
+    };
+    const auto same = [&] {
+      const WarpBlock::Runs a = told.runs(), b = plain.runs();
+      REQUIRE(a.size() == b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].first == b[i].first);
+        CHECK(a[i].second.last == b[i].second.last);
+        CHECK(a[i].second.key == b[i].second.key);
+      }
+      for (std::uint64_t l = 0; l < 4096; ++l) CHECK(told.touched(l) == plain.touched(l));
+    };
+    reset();
+    std::size_t skipped = 0;
+    for (std::int64_t until = 1;; until += 1 + std::int64_t(rng() % 4)) {
+      const auto batch = p.next_batch(until);
+      if (batch.empty() && until >= s.n_timesteps) break;
+      told.add(batch, model, p.repeated()), plain.add(batch, model);
+      skipped += p.repeated().size();
+      if (rng() % 5 == 0) same(), reset();
+    }
+    same();
+    CHECK(skipped > 0);
+  }
+}
+
 TEST_CASE("cache: streaks (rows of lines at a stride) counted at once are the plain simulation's") {
   // A set-associative LRU cache holds back the lines of a streak once its rows are known
   // (on the shadow's stamps, past its N-th) and counts them at once (CacheModel::Impl::settle). Against the generic engine, which

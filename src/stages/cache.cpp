@@ -2687,6 +2687,7 @@ void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs)
   log_.clear(), joined_ = 0, max_runs_ = max_runs, overflow_ = false;
   touched_lines_->clear(), still_lines_->clear();  // (a block's lines are its own)
   ++gen_;  // (the runs marked before are not)
+  first_added_ = INT64_MAX;
   still_marked_ = mark_still_ = true, wants_still_ = false;
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
@@ -2736,8 +2737,10 @@ void WarpBlock::bound() {
   }
 }
 
-void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) {
-  if (overflow_) return;
+void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model,
+                    std::span<const RepeatedGroup> repeated) {
+  if (overflow_ || batch.empty()) return;
+  if (first_added_ == INT64_MAX) first_added_ = batch.front().timestep;
   // Only the tensors that move: a line that does not is its own shift, touched or not.
   // The batch a run of consecutive lines at a time (as cache_lines makes them).
   // The lines of those that do not are marked too where asked (mark_still): matches()
@@ -2748,15 +2751,31 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model) 
   // (read through a local pointer: the bitmaps' stores would make it load delta_'s again
   // at each access, which was a third of this loop on DeepSeek-V3's layer)
   const std::int64_t* const delta = delta_.data();
+  // A group that repeats one added since reset() is skipped whole: each of its lines was
+  // marked then (DeepSeek-V3's scores: a key tile of 128 runs at every timestep).
+  const RepeatedGroup* next_repeat = repeated.data();
+  const RepeatedGroup* const last_repeat = repeated.data() + repeated.size();
+  const LineAccess* repeat_at = end;  // where the next repeat to skip begins
+  const auto find_repeat = [&] {
+    for (; next_repeat != last_repeat && next_repeat->previous < first_added_; ++next_repeat) {}
+    repeat_at = next_repeat != last_repeat ? batch.data() + next_repeat->begin : end;
+  };
+  find_repeat();
+  // (the runs below stop at repeat_at, which is `end` past the last repeat)
   for (const LineAccess* p = batch.data(); p != end;) {
+    if (p == repeat_at) {
+      p = batch.data() + next_repeat->end;
+      ++next_repeat, find_repeat();
+      continue;
+    }
     const LineAccess& a = *p;
     if (delta[a.tensor] == 0 && !still) {  // the accesses of a tensor that stays, at once
       const std::uint32_t tensor = a.tensor;
-      for (++p; p != end && p->tensor == tensor;) ++p;
+      for (++p; p != repeat_at && p->tensor == tensor;) ++p;
       continue;
     }
     std::uint64_t last = a.line;
-    for (++p; p != end && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
+    for (++p; p != repeat_at && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
     if (a.line != last) {  // (a line belongs to one tensor: marked where its tensor's lines go)
       MarkedRun& m = marked_runs_[std::size_t((a.line * 0x9E3779B97F4A7C15ull) >> (64 - kMarkedRunBits))];
       if (m.gen == gen_ && m.first == a.line && m.last >= last) continue;

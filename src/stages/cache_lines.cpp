@@ -19,7 +19,7 @@ TimestepLines::TimestepLines(const Schedule& s, AddressMap map, std::uint64_t li
     tensor_.push_back(std::uint32_t(t.tensor_index));
     output_.push_back(t.is_output ? 1 : 0);
   }
-  memo_.resize(s.traces.size());
+  memo_.resize(s.traces.size()), last_.resize(s.traces.size());
 }
 
 void TimestepLines::take(std::span<const AccessRecord> records, LineBuffer& out) {
@@ -57,12 +57,15 @@ void TimestepLines::groups(std::span<const AccessRecord> records, bool writes, L
 // twice in a row (a row that moves on) is not remembered for the next 64 groups, and a
 // group of more than kMemoLines lines never is: the memory follows a few tiles.
 void TimestepLines::group(std::span<const AccessRecord> records, bool write, LineBuffer& out) {
-  Memo& m = memo_[records.front().trace];
+  const std::uint32_t trace = records.front().trace;
+  Memo& m = memo_[trace];
+  const std::int64_t t = records.front().timestep;
   if (m.skip != 0) {
     --m.skip;
-    return make_lines(records, write, out);
+    const std::size_t at = out.size();
+    make_lines(records, write, out);
+    return last_group(trace, at, out, t);
   }
-  const std::int64_t t = records.front().timestep;
   if (records.size() == m.records.size() &&
       std::equal(records.begin(), records.end(), m.records.begin(), [t](const AccessRecord& r, const Memo::Run& k) {
         return r.element == k.element && r.multiplicity == k.multiplicity && r.timestep == t;
@@ -78,11 +81,14 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
       std::memcpy(static_cast<void*>(o + i), from + i, sizeof(LineAccess));
       o[i].timestep = t;
     }
-    m.misses = 0;
+    repeated_.push_back({at, at + n, m.timestep});
+    m.misses = 0, m.timestep = t;
+    last_[trace] = {at, n, t, batch_};
     return;
   }
   const std::size_t at = out.size();
   make_lines(records, write, out);
+  last_group(trace, at, out, t);
   if (++m.misses >= 2 || out.size() - at > kMemoLines) {
     m.skip = m.misses >= 2 ? 64 : 0, m.misses = 0;
     m.records.clear(), m.lines.clear();
@@ -91,6 +97,25 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
   m.records.resize(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) m.records[i] = {records[i].element, records[i].multiplicity};
   m.lines.assign(out.begin() + std::ptrdiff_t(at), out.end());
+  m.timestep = t;
+}
+
+// The trace's group at timestep t is out[at, out.size()): where its previous group is
+// in this batch too, and its lines are those, one for one (an output row written
+// again at each timestep of a loop its tile does not move with: DeepSeek-V3's scores,
+// a row of 128 lines at each of four heads), it is a repeat. The first line that
+// differs ends the compare, so a row that moves costs one.
+void TimestepLines::last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t) {
+  Last& l = last_[trace];
+  const std::size_t n = out.size() - at;
+  if (l.batch == batch_ && l.n == n && l.timestep < t) {
+    const LineAccess* a = out.data() + at;
+    const LineAccess* b = out.data() + l.at;
+    std::size_t i = 0;
+    while (i < n && a[i].line == b[i].line && a[i].write == b[i].write) ++i;
+    if (i == n) repeated_.push_back({at, at + n, l.timestep});
+  }
+  l = {at, n, t, batch_};
 }
 
 // The lines of one trace's accesses at one timestep, each once. With the default

@@ -345,7 +345,7 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
     if (a >= b) return;
     lines.seek(a);
     for (auto batch = lines.next_batch(b); !batch.empty(); batch = lines.next_batch(b)) {
-      for (WarpBlock* w : recording) w->add(batch, model);
+      for (WarpBlock* w : recording) w->add(batch, model, lines.repeated());
       model.count(batch);
       stats.simulated += batch.size();
     }

@@ -161,7 +161,9 @@ class WarpBlock {
   static std::size_t max_runs(const CacheModel& model);
 
   void reset(std::span<const std::int64_t> delta, std::size_t max_runs);
-  void add(std::span<const LineAccess> batch, const CacheModel& model);
+  // `repeated`: the batch's groups that repeat their trace's previous group (CacheLines::
+  // repeated()); one whose previous group was added since reset() is marked already.
+  void add(std::span<const LineAccess> batch, const CacheModel& model, std::span<const RepeatedGroup> repeated = {});
   // The lines the `blocks` blocks after `inner` touched, as add() would have recorded
   // them: `inner`'s runs shifted by its deltas 1 .. blocks times (a warp inside this
   // block counted those blocks instead of simulating them).
@@ -271,6 +273,7 @@ class WarpBlock {
   static constexpr unsigned kMarkedRunBits = 9;
   std::vector<MarkedRun> marked_runs_;
   std::uint64_t gen_ = 0;
+  std::int64_t first_added_ = INT64_MAX;  // the first timestep add() saw since reset()
   bool still_marked_ = true, mark_still_ = true, wants_still_ = false;
   std::size_t max_runs_ = 0;
   std::vector<std::uint64_t> low_, high_;  // per tensor (low > high: none)

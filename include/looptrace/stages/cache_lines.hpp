@@ -44,6 +44,14 @@ struct LineAccess {
 // time into room made without zeroing it (10^5 lines a timestep on a prefill layer).
 using LineBuffer = boost::container::vector<LineAccess>;
 
+// Line accesses [begin, end) of a batch that are, one for one, the lines of the same
+// trace's group at timestep `previous` (a weight tile a register holds while tokens
+// stream past it): what a consumer marked then it need not mark again.
+struct RepeatedGroup {
+  std::size_t begin, end;
+  std::int64_t previous;
+};
+
 template <class S>
 concept LineSource = Source<S> && std::same_as<BatchOf<S>, std::span<const LineAccess>>;
 template <class S>
@@ -75,12 +83,17 @@ class TimestepLines {
   // The timestep is over: appends the writes' lines.
   void end_timestep(LineBuffer& out);
   const AddressMap& addresses() const { return map_; }
+  // The groups appended since clear_repeated() that repeat a trace's previous group
+  // (their places in `out`, ascending).
+  std::span<const RepeatedGroup> repeated() const { return repeated_; }
+  void clear_repeated() { repeated_.clear(), ++batch_; }
 
  private:
   void groups(std::span<const AccessRecord> records, bool writes, LineBuffer& out);
   void group(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   void make_lines(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   bool seen_in_group(std::uint64_t line);
+  void last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t);
 
   AddressMap map_;
   unsigned shift_ = 6;
@@ -102,8 +115,18 @@ class TimestepLines {
     };
     std::vector<Run> records;
     std::vector<LineAccess> lines;
+    std::int64_t timestep = 0;  // of the group the lines are
     unsigned misses = 0, skip = 0;
   };
+  std::vector<RepeatedGroup> repeated_;
+  // Per trace: its last group's place in the batch `batch` (clear_repeated() starts one).
+  struct Last {
+    std::size_t at = 0, n = 0;
+    std::int64_t timestep = 0;
+    std::uint64_t batch = 0;
+  };
+  std::vector<Last> last_;
+  std::uint64_t batch_ = 1;
   static constexpr std::size_t kMemoLines = 4096;
   std::vector<Memo> memo_;
 };
@@ -121,6 +144,7 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
   std::span<const LineAccess> next_batch(std::int64_t until = kEndOfTime) {
     out_.clear();
     if constexpr (AccessSource<Up>) {
+      lines_.clear_repeated();
       // A timestep's records may come in several batches (one per leaf): its reads go
       // out as they come, its writes when it is over.
       while (out_.size() < kDefaultBatchRecords) {
@@ -139,6 +163,11 @@ class CacheLines : public Stage<CacheLines<Up>, LineAccess> {
     return {out_.data(), out_.size()};
   }
   std::int64_t next_timestep() const { return up_.next_timestep(); }
+  // The last batch's groups that repeat their trace's previous group (none over requests).
+  std::span<const RepeatedGroup> repeated() const {
+    if constexpr (AccessSource<Up>) return lines_.repeated();
+    else return {};
+  }
   // To the first timestep >= t (forward only: a batch ends with a whole timestep, so
   // no line of one is pending). A caller that simulates windows of one stream apart
   // (warp_trace: thousands of them) keeps one pipeline and its grown buffers.
