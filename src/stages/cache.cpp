@@ -2751,41 +2751,38 @@ void WarpBlock::add(std::span<const LineAccess> batch, const CacheModel& model,
   // (read through a local pointer: the bitmaps' stores would make it load delta_'s again
   // at each access, which was a third of this loop on DeepSeek-V3's layer)
   const std::int64_t* const delta = delta_.data();
-  // A group that repeats one added since reset() is skipped whole: each of its lines was
-  // marked then (DeepSeek-V3's scores: a key tile of 128 runs at every timestep).
-  const RepeatedGroup* next_repeat = repeated.data();
-  const RepeatedGroup* const last_repeat = repeated.data() + repeated.size();
-  const LineAccess* repeat_at = end;  // where the next repeat to skip begins
-  const auto find_repeat = [&] {
-    for (; next_repeat != last_repeat && next_repeat->previous < first_added_; ++next_repeat) {}
-    repeat_at = next_repeat != last_repeat ? batch.data() + next_repeat->begin : end;
+  // The accesses [p, stop), a run of consecutive lines at a time.
+  const auto mark = [&](const LineAccess* p, const LineAccess* const stop) __attribute__((always_inline)) {
+    while (p != stop) {
+      const LineAccess& a = *p;
+      if (delta[a.tensor] == 0 && !still) {  // the accesses of a tensor that stays, at once
+        const std::uint32_t tensor = a.tensor;
+        for (++p; p != stop && p->tensor == tensor;) ++p;
+        continue;
+      }
+      std::uint64_t last = a.line;
+      for (++p; p != stop && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
+      if (a.line != last) {  // (a line belongs to one tensor: marked where its tensor's lines go)
+        MarkedRun& m = marked_runs_[std::size_t((a.line * 0x9E3779B97F4A7C15ull) >> (64 - kMarkedRunBits))];
+        if (m.gen == gen_ && m.first == a.line && m.last >= last) continue;
+        m = {a.line, last, gen_};
+      }
+      if (delta[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
+      else if (a.line != last) record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
+      // One line, touched before in the block as most are: its key is not asked.
+      else if (!touched_lines_->test_and_set(a.line)) log_fresh(a.line, a.line, std::uint32_t(model.key_of(a)), a.tensor);
+    }
   };
-  find_repeat();
-  // (the runs below stop at repeat_at, which is `end` past the last repeat)
-  for (const LineAccess* p = batch.data(); p != end;) {
-    if (p == repeat_at) {
-      p = batch.data() + next_repeat->end;
-      ++next_repeat, find_repeat();
-      continue;
-    }
-    const LineAccess& a = *p;
-    if (delta[a.tensor] == 0 && !still) {  // the accesses of a tensor that stays, at once
-      const std::uint32_t tensor = a.tensor;
-      for (++p; p != repeat_at && p->tensor == tensor;) ++p;
-      continue;
-    }
-    std::uint64_t last = a.line;
-    for (++p; p != repeat_at && p->line == last + 1 && p->tensor == a.tensor && p->trace == a.trace; ++p) ++last;
-    if (a.line != last) {  // (a line belongs to one tensor: marked where its tensor's lines go)
-      MarkedRun& m = marked_runs_[std::size_t((a.line * 0x9E3779B97F4A7C15ull) >> (64 - kMarkedRunBits))];
-      if (m.gen == gen_ && m.first == a.line && m.last >= last) continue;
-      m = {a.line, last, gen_};
-    }
-    if (delta[a.tensor] == 0) still_lines_->test_and_set_range(a.line, last);
-    else if (a.line != last) record(a.line, last, std::uint32_t(model.key_of(a)), a.tensor);
-    // One line, touched before in the block as most are: its key is not asked.
-    else if (!touched_lines_->test_and_set(a.line)) log_fresh(a.line, a.line, std::uint32_t(model.key_of(a)), a.tensor);
+  // A group that repeats one added since reset() is skipped whole: each of its lines was
+  // marked then (DeepSeek-V3's scores: a key tile of 128 runs at every timestep). The
+  // stretches between such groups are marked as they come.
+  const LineAccess* p = batch.data();
+  for (const RepeatedGroup& g : repeated) {
+    if (g.previous < first_added_) continue;
+    mark(p, batch.data() + g.begin);
+    p = batch.data() + g.end;
   }
+  mark(p, end);
   bound();
 }
 

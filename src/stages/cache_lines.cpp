@@ -81,9 +81,8 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
       std::memcpy(static_cast<void*>(o + i), from + i, sizeof(LineAccess));
       o[i].timestep = t;
     }
-    repeated_.push_back({at, at + n, m.timestep});
+    last_group(trace, at, out, t, &m.timestep);
     m.misses = 0, m.timestep = t;
-    last_[trace] = {at, n, t, batch_};
     return;
   }
   const std::size_t at = out.size();
@@ -104,18 +103,30 @@ void TimestepLines::group(std::span<const AccessRecord> records, bool write, Lin
 // in this batch too, and its lines are those, one for one (an output row written
 // again at each timestep of a loop its tile does not move with: DeepSeek-V3's scores,
 // a row of 128 lines at each of four heads), it is a repeat. The first line that
-// differs ends the compare, so a row that moves costs one.
-void TimestepLines::last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t) {
+// differs ends the compare; a trace whose groups differ twice in a row is not compared
+// for its next 64 (a row that moves on: DeepSeek-V3's softmax).
+// `copied_from`: the group is the memo's lines, copied, of that timestep (a repeat
+// known without a compare, which counts as one that matched).
+void TimestepLines::last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t,
+                               const std::int64_t* copied_from) {
   Last& l = last_[trace];
   const std::size_t n = out.size() - at;
-  if (l.batch == batch_ && l.n == n && l.timestep < t) {
-    const LineAccess* a = out.data() + at;
-    const LineAccess* b = out.data() + l.at;
-    std::size_t i = 0;
-    while (i < n && a[i].line == b[i].line && a[i].write == b[i].write) ++i;
-    if (i == n) repeated_.push_back({at, at + n, l.timestep});
+  if (copied_from) repeated_.push_back({at, at + n, *copied_from});
+  if (l.skip != 0) {
+    --l.skip;
+  } else if (l.batch == batch_ && l.n == n && l.timestep < t) {
+    bool same = copied_from != nullptr;
+    if (!same) {
+      const LineAccess* a = out.data() + at;
+      const LineAccess* b = out.data() + l.at;
+      std::size_t i = 0;
+      while (i < n && a[i].line == b[i].line && a[i].write == b[i].write) ++i;
+      if ((same = i == n)) repeated_.push_back({at, at + n, l.timestep});
+    }
+    if (same) l.misses = 0;
+    else if (++l.misses >= 2) l.skip = 64, l.misses = 0;  // a row that moves on: not compared for a while
   }
-  l = {at, n, t, batch_};
+  l.at = at, l.n = n, l.timestep = t, l.batch = batch_;
 }
 
 // The lines of one trace's accesses at one timestep, each once. With the default

@@ -93,7 +93,8 @@ class TimestepLines {
   void group(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   void make_lines(std::span<const AccessRecord> records, bool write, LineBuffer& out);
   bool seen_in_group(std::uint64_t line);
-  void last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t);
+  void last_group(std::uint32_t trace, std::size_t at, const LineBuffer& out, std::int64_t t,
+                  const std::int64_t* copied_from = nullptr);
 
   AddressMap map_;
   unsigned shift_ = 6;
@@ -124,6 +125,7 @@ class TimestepLines {
     std::size_t at = 0, n = 0;
     std::int64_t timestep = 0;
     std::uint64_t batch = 0;
+    unsigned misses = 0, skip = 0;  // as Memo's, for the compare of lines
   };
   std::vector<Last> last_;
   std::uint64_t batch_ = 1;
