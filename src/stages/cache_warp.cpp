@@ -234,8 +234,8 @@ class WarpWorth {
     return k == seen_.end() || pays(1, k->second);
   }
   void saw(const WarpLoop* loop, std::uint64_t per_block) { seen_[loop] = per_block; }
-  // Whether to try a span of `loop`: not its next kRest spans after kUnmatched in a
-  // row did not match (DeepSeek-V3's scores: spans of 128 blocks of one token, whose
+  // Whether to try a span of `loop`: not its next kRest (and more: tried()) spans after
+  // kUnmatched in a row did not match (DeepSeek-V3's scores: spans of 128 blocks of one token, whose
   // three Cs' shadow holds the scores' rows of the previous latent tile, read again at
   // the same token: it is never the state before renamed, and each try cost 6 blocks'
   // snapshots). The spans inside one not tried are.
@@ -245,11 +245,17 @@ class WarpWorth {
     --u->second.rest;
     return false;
   }
-  // A span of `loop` was tried: whether it warped.
+  // A span of `loop` was tried: whether it warped. Each rest in a row is twice as long
+  // as the one before (up to 2^16 spans): a try of a span of 128 blocks of one token
+  // took as many instructions as simulating 60 of them.
   void tried(const WarpLoop* loop, bool matched) {
     Unmatched& u = unmatched_[loop];
-    if (matched) u.in_row = 0;
-    else if (++u.in_row >= kUnmatched) u.in_row = 0, u.rest = kRest;
+    if (matched) {
+      u.in_row = 0, u.rests = 0;
+    } else if (++u.in_row >= kUnmatched) {
+      u.in_row = 0, u.rest = kRest << std::min(u.rests, 10u);
+      ++u.rests;
+    }
   }
   // A block of a span of `loop` compared states at phases: whether one matched.
   void phases_tried(const WarpLoop* loop, bool matched) {
@@ -266,6 +272,7 @@ class WarpWorth {
   std::map<const WarpLoop*, std::uint64_t> missed_;  // blocks in a row whose phases matched none
   struct Unmatched {
     unsigned in_row = 0, rest = 0;  // spans unmatched in a row; spans left untried
+    unsigned rests = 0;             // rests since a span of the loop matched
   };
   std::map<const WarpLoop*, Unmatched> unmatched_;
 };
@@ -367,9 +374,14 @@ bool warp_trace(const Schedule& s, const TraceOptions& o, const AddressMap& map,
   };
   std::vector<Probe> probes;
   std::function<void(const Probe&)> fire;
+  // Where the last window simulated ended: a window that starts there needs no seek (the
+  // pipeline stands at the first timestep from there; a seek made its odometers again,
+  // which cost more than a block of 4 timesteps of DeepSeek-V3's scores).
+  std::int64_t simulated_to = -1;
   const auto simulate = [&](std::int64_t a, std::int64_t b) {
     if (a >= b) return;
-    lines.seek(a);
+    if (a != simulated_to) lines.seek(a);
+    simulated_to = b;
     for (auto batch = lines.next_batch(b); !batch.empty(); batch = lines.next_batch(b)) {
       for (WarpBlock* w : recording) w->add(batch, model, lines.repeated());
       model.count(batch);
