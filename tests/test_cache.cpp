@@ -2321,13 +2321,24 @@ TEST_CASE("warp block: runs of lines, each line with its first access's key; mem
   CHECK(!block.overflow());
   CHECK(block.touched((5 << 20) + 65535));
   CHECK(!block.touched((5 << 20) + 65536));
-  // Scattered lines: past the cap, the block overflows and lets its runs go.
+  // Lines at a stride: one group, however many (runs() gives each line its run).
   block.reset(delta, cap);
   batch.clear();
   for (std::uint64_t l = 0; l < 4 * cap; l += 2) batch.push_back({0, l, 0, 0, false});
+  block.add(batch, model);
+  CHECK(block.group_count() == 1);
+  CHECK(block.runs().size() == 2 * cap);
+  CHECK(!block.overflow());
+  CHECK(block.touched(4 * cap - 2));
+  CHECK(!block.touched(4 * cap - 3));
+  // Scattered lines (gaps of 2, 3, 4, ...: no stride): past the cap, the block
+  // overflows and lets its runs go.
+  block.reset(delta, cap);
+  batch.clear();
+  for (std::uint64_t l = 0, k = 0; l < 8 * cap; l += 2 + k++ % 3) batch.push_back({0, l, 0, 0, false});
   for (std::size_t i = 0; i < batch.size(); i += 100) {
     block.add(std::span(batch).subspan(i, std::min<std::size_t>(100, batch.size() - i)), model);
-    CHECK(block.runs().size() <= cap);
+    CHECK(block.group_count() <= cap);
   }
   CHECK(block.overflow());
   CHECK(block.runs().empty());
@@ -2370,6 +2381,52 @@ TEST_CASE("warp block: its runs are the block's lines with their first keys, aga
     }
     CHECK(got == first);
     for (std::uint64_t l = 0; l < 800; ++l) CHECK(block.touched(l) == first.contains(l));
+  }
+}
+
+TEST_CASE("warp block: the blocks a warp skipped, shifted in as groups, are the lines one by one") {
+  // add_shifted() takes an inner block's groups (strided walks) whole where none of
+  // their lines was recorded; the runs and touched lines must be those of each line of
+  // each skipped block added in order, first key first.
+  CacheConfig c;
+  c.size = 1024, c.ways = 4, c.line_bytes = 64;
+  const CacheModel model(c, 3, 3);
+  std::mt19937_64 rng(2054);
+  for (int round = 0; round < 60; ++round) {
+    const std::vector<std::int64_t> inner_delta = {std::int64_t(rng() % 200), -std::int64_t(rng() % 50), 0};
+    const std::vector<std::int64_t> outer_delta = {3, rng() % 2 ? 0 : 5, 0};  // tensor 1 may stay outside
+    WarpBlock inner, outer;
+    inner.reset(inner_delta, std::size_t(1) << 20), outer.reset(outer_delta, std::size_t(1) << 20);
+    std::map<std::uint64_t, std::uint64_t> first;  // the outer block's line -> key
+    std::vector<LineAccess> batch;
+    const auto walks = [&](int n) {
+      batch.clear();
+      for (int r = 0; r < n; ++r) {
+        // (a line is one tensor's: each tensor's lines 10,000 apart from the other's)
+        const std::uint32_t trace = rng() % 4 == 0 ? kNoTrace : std::uint32_t(rng() % 3), tensor = std::uint32_t(rng() % 2);
+        const std::uint64_t start = 3000 + 10000 * tensor + rng() % 600, length = 1 + rng() % 30, stride = 1 + rng() % 9;
+        for (std::uint64_t i = 0; i < length; ++i) batch.push_back({0, start + i * stride, trace, tensor, false});
+      }
+    };
+    walks(5);  // the outer block's own lines first
+    outer.add(batch, model);
+    for (const LineAccess& a : batch)
+      if (outer_delta[a.tensor] != 0) first.try_emplace(a.line, model.key_of(a));
+    walks(1 + int(rng() % 6));
+    inner.add(batch, model);
+    const std::int64_t blocks = 1 + std::int64_t(rng() % 12);
+    outer.add_shifted(inner, blocks);
+    for (std::int64_t i = 1; i <= blocks; ++i)
+      for (const auto& [f, r] : inner.runs())
+        for (std::uint64_t l = f; l <= r.last; ++l)
+          if (outer_delta[r.tensor] != 0)
+            first.try_emplace(std::uint64_t(std::int64_t(l) + i * inner_delta[r.tensor]), r.key);
+    std::map<std::uint64_t, std::uint64_t> got;
+    for (const auto& [f, r] : outer.runs())
+      for (std::uint64_t l = f; l <= r.last; ++l) CHECK(got.emplace(l, r.key).second);  // disjoint
+    CHECK(got == first);
+    CHECK(outer.group_count() <= got.size());
+    for (std::uint64_t l = 0; l < 20000; ++l) CHECK(outer.touched(l) == first.contains(l));
   }
 }
 

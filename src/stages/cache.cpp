@@ -2692,16 +2692,26 @@ void WarpBlock::reset(std::span<const std::int64_t> delta, std::size_t max_runs)
   low_.assign(delta.size(), kNoLine), high_.assign(delta.size(), 0);
 }
 
-void WarpBlock::log_fresh(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
-  low_[tensor] = std::min(low_[tensor], first), high_[tensor] = std::max(high_[tensor], last);
+void WarpBlock::log_group(const Logged& g) {
+  const std::uint64_t top = g.last + (g.count - 1) * g.stride;
+  low_[g.tensor] = std::min(low_[g.tensor], g.first), high_[g.tensor] = std::max(high_[g.tensor], top);
   if (!log_.empty()) {
     Logged& r = log_.back();
-    if (r.last + 1 == first && r.key == key && r.tensor == tensor) {
-      r.last = last;
-      return;
+    if (r.key == g.key && r.tensor == g.tensor) {
+      if (r.count == 1 && g.count == 1 && r.last + 1 == g.first) {  // the next lines
+        r.last = g.last;
+        return;
+      }
+      // The next runs at the group's stride (a run after a run: the stride between them).
+      const std::uint64_t stride = r.count == 1 ? g.first - r.first : r.stride;
+      if (r.last - r.first == g.last - g.first && g.first > r.last + (r.count - 1) * r.stride &&
+          g.first == r.first + r.count * stride && (g.count == 1 || g.stride == stride)) {
+        r.stride = stride, r.count += g.count;
+        return;
+      }
     }
   }
-  log_.push_back({first, last, key, tensor});
+  log_.push_back(g);
 }
 
 void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
@@ -2714,11 +2724,24 @@ void WarpBlock::record(std::uint64_t first, std::uint64_t last, std::uint32_t ke
   touched_lines_->set_fresh(first, last, [&](std::uint64_t a, std::uint64_t b) { log_fresh(a, b, key, tensor); });
 }
 
+void WarpBlock::record_group(const Logged& g) {
+  if (g.count == 1) return record(g.first, g.last, g.key, g.tensor);
+  const std::uint64_t row = g.last - g.first + 1;
+  if (touched_lines_->none_in_rows(g.first, row, g.stride, g.count)) {
+    if (row == 1) touched_lines_->test_and_set_strided(g.first, g.stride, g.count);
+    else touched_lines_->test_and_set_rows(g.first, row, g.stride, g.count);
+    log_group(g);
+    return;
+  }
+  for (std::uint64_t k = 0; k < g.count; ++k) record(g.first + k * g.stride, g.last + k * g.stride, g.key, g.tensor);
+}
+
 void WarpBlock::join(std::vector<Logged>& runs) {
   std::sort(runs.begin(), runs.end(), [](const Logged& a, const Logged& b) { return a.first < b.first; });
   std::size_t n = 0;
   for (const Logged& r : runs) {
-    if (n > 0 && runs[n - 1].last + 1 == r.first && runs[n - 1].key == r.key && runs[n - 1].tensor == r.tensor)
+    if (n > 0 && runs[n - 1].count == 1 && r.count == 1 && runs[n - 1].last + 1 == r.first &&
+        runs[n - 1].key == r.key && runs[n - 1].tensor == r.tensor)
       runs[n - 1].last = r.last;
     else
       runs[n++] = r;
@@ -2794,16 +2817,20 @@ void WarpBlock::add_shifted(const WarpBlock& inner, std::int64_t blocks) {
   for (std::int64_t i = 1; i <= blocks && !overflow_; ++i) {
     for (const Logged& r : inner.log_) {
       const std::int64_t d = i * inner.delta_[r.tensor];
-      const std::uint64_t first = std::uint64_t(std::int64_t(r.first) + d), last = std::uint64_t(std::int64_t(r.last) + d);
-      if (delta_[r.tensor] != 0) record(first, last, r.key, r.tensor);
-      else if (still_marked_) still_lines_->test_and_set_range(first, last);
+      Logged g = r;
+      g.first = std::uint64_t(std::int64_t(r.first) + d), g.last = std::uint64_t(std::int64_t(r.last) + d);
+      if (delta_[r.tensor] != 0) record_group(g);
+      else if (still_marked_ && g.count == 1) still_lines_->test_and_set_range(g.first, g.last);
+      else if (still_marked_) still_lines_->test_and_set_rows(g.first, g.last - g.first + 1, g.stride, g.count);
     }
     bound();
   }
 }
 
 WarpBlock::Runs WarpBlock::runs() const {
-  std::vector<Logged> sorted = log_;
+  std::vector<Logged> sorted;
+  for (const Logged& r : log_)
+    for (std::uint64_t k = 0; k < r.count; ++k) sorted.push_back({r.first + k * r.stride, r.last + k * r.stride, r.key, r.tensor});
   join(sorted);
   Runs out;
   for (const Logged& r : sorted) out.emplace_back(r.first, FirstRun{r.last, r.key, r.tensor});
@@ -3201,15 +3228,18 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
   // Each group of the runs in order to fn(group), as found.
   const auto each_group = [&](auto fn) {
     Strided g{0, 0, 0, 0, 0, 0};
-    record.each_run([&](std::uint64_t line, const FirstRun& r) {
-      if (g.count != 0 && r.last - line == g.last - g.first && r.key == g.key && r.tensor == g.tensor &&
-          (g.count == 1 ? line > g.last : line == g.first + g.count * g.stride)) {
-        if (g.count == 1) g.stride = line - g.first;
-        ++g.count;
-        return;
+    record.each_group([&](std::uint64_t line, const FirstRun& r, std::uint64_t stride, std::uint64_t count) {
+      if (g.count != 0 && r.last - line == g.last - g.first && r.key == g.key && r.tensor == g.tensor) {
+        // (the log's groups, and its runs that continue them, taken together)
+        const std::uint64_t by = g.count == 1 ? line - g.first : g.stride;
+        if (line > g.last + (g.count - 1) * (g.count == 1 ? 0 : g.stride) && line == g.first + g.count * by &&
+            (count == 1 || stride == by)) {
+          g.stride = by, g.count += count;
+          return;
+        }
       }
       if (g.count != 0) fn(g);
-      g = {line, r.last, 1, 1, r.key, r.tensor};
+      g = {line, r.last, count == 1 ? 1 : stride, count, r.key, r.tensor};
     });
     if (g.count != 0) fn(g);
   };
@@ -3227,14 +3257,16 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
     std::vector<Strided> groups;
     bool grouped = true;
     each_group([&](const Strided& g) {
-      if (grouped) groups.push_back(g), grouped = 8 * groups.size() <= record.run_count();
+      if (grouped) groups.push_back(g), grouped = 8 * groups.size() <= record.group_count();
     });
     if (grouped) {
       for (std::int64_t i = 1; i <= marks; ++i)
         for (const Strided& g : groups) mark(g, i);
     } else {
       for (std::int64_t i = 1; i <= marks; ++i)
-        record.each_run([&](std::uint64_t line, const FirstRun& r) { mark({line, r.last, 1, 1, r.key, r.tensor}, i); });
+        record.each_group([&](std::uint64_t line, const FirstRun& r, std::uint64_t stride, std::uint64_t count) {
+          mark({line, r.last, count == 1 ? 1 : stride, count, r.key, r.tensor}, i);
+        });
     }
   }
   // n x (y - x), plus the tail's.

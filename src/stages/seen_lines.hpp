@@ -32,6 +32,46 @@ bool each_line_word(std::uint64_t first, std::uint64_t last, Page page, Fn fn) {
   }
 }
 
+// The words of a bitmap that hold `count` lines first, first + stride, ... (0 < stride
+// < 64): fn(line, mask of those lines in line's word, how many) in order, until it
+// returns true (then so does this). A word's lines are one mask, the stride's bits
+// shifted; at a power-of-two stride (DeepSeek-V3's softmax: every 4th line, 2^19 a
+// block) how many a word holds is a shift, not a division.
+template <class Fn>
+bool each_strided_word(std::uint64_t first, std::uint64_t stride, std::uint64_t count, Fn fn) {
+  static const std::array<std::uint64_t, 64> patterns = [] {
+    std::array<std::uint64_t, 64> out{};
+    for (std::uint64_t s = 1; s < 64; ++s)
+      for (std::uint64_t b = 0; b < 64; b += s) out[s] |= std::uint64_t(1) << b;
+    return out;
+  }();
+  const std::uint64_t pattern = patterns[stride];
+  const bool power = std::has_single_bit(stride);
+  const unsigned shift = unsigned(std::countr_zero(stride));
+  const auto step = [&](std::uint64_t& i, std::uint64_t& l) {
+    const unsigned at = unsigned(l & 63);
+    const std::uint64_t room = (power ? (63 - at) >> shift : (63 - at) / stride) + 1;
+    const std::uint64_t n = std::min<std::uint64_t>(count - i, room);
+    const unsigned top = at + unsigned((n - 1) * stride);  // the last one's bit (<= 63)
+    const std::uint64_t mask = (pattern << at) & (top == 63 ? ~std::uint64_t(0) : (std::uint64_t(2) << top) - 1);
+    i += n;
+    const std::uint64_t line = l;
+    l += n * stride;
+    return fn(line, mask, n);
+  };
+  std::uint64_t i = 0, l = first;
+  if (power && count > 64) {
+    // After the first word, each word holds 64 / stride of them at the same bits.
+    if (step(i, l)) return true;
+    const std::uint64_t per = 64 >> shift, full = pattern << (l & 63);
+    for (; count - i >= per; i += per, l += 64)
+      if (fn(l, full, per)) return true;
+  }
+  while (i < count)
+    if (step(i, l)) return true;
+  return false;
+}
+
 // Pages of a bitmap of lines, 1024 words (2^16 lines) each, by number, made as addresses
 // reach them (memory follows the lines touched, not the trace): a page below
 // kTablePages (lines below 2^36) is found through a table of a pointer per page, up to
@@ -145,20 +185,14 @@ class SeenLines {
   // seen before. The lines of a word (64 lines) at a time.
   std::uint64_t test_and_set_strided(std::uint64_t first, std::uint64_t stride, std::uint64_t count) {
     std::uint64_t fresh = 0, l = first;
-    if (stride > 0 && stride < 64) {  // a word's lines as one mask: the stride's bits, shifted
-      std::uint64_t pattern = 0;
-      for (std::uint64_t b = 0; b < 64; b += stride) pattern |= std::uint64_t(1) << b;
-      for (std::uint64_t i = 0; i < count;) {
-        const unsigned at = unsigned(l & 63);
-        const std::uint64_t n = std::min<std::uint64_t>(count - i, (63 - at) / stride + 1);
-        const unsigned top = at + unsigned((n - 1) * stride);  // the last one's bit (<= 63)
-        const std::uint64_t mask = (pattern << at) & (top == 63 ? ~std::uint64_t(0) : (std::uint64_t(2) << top) - 1);
-        std::uint64_t& word = page(l >> 16)[(l >> 6) & 1023];
+    if (stride > 0 && stride < 64) {  // a word's lines as one mask
+      each_strided_word(first, stride, count, [&](std::uint64_t at, std::uint64_t mask, std::uint64_t n) {
+        std::uint64_t& word = page(at >> 16)[(at >> 6) & 1023];
         if ((word & mask) == 0) fresh += n;
         else if ((word & mask) != mask) fresh += std::uint64_t(std::popcount(mask & ~word));
         word |= mask;
-        i += n, l += n * stride;
-      }
+        return false;
+      });
       return fresh;
     }
     for (std::uint64_t i = 0; i < count;) {
@@ -171,6 +205,28 @@ class SeenLines {
       word |= mask;
     }
     return fresh;
+  }
+
+  // Whether none of `rows` rows of `row` lines, first + r x stride .. + row - 1, was
+  // seen (changing nothing).
+  bool none_in_rows(std::uint64_t first, std::uint64_t row, std::uint64_t stride, std::uint64_t rows) const {
+    if (row == 1 && stride > 0 && stride < 64)  // a word's lines as one mask
+      return !each_strided_word(first, stride, rows, [&](std::uint64_t at, std::uint64_t mask, std::uint64_t) {
+        const std::uint64_t* p = words(at >> 16);
+        return p != nullptr && (p[(at >> 6) & 1023] & mask) != 0;
+      });
+    for (std::uint64_t r = 0, l = first; r < rows; ++r, l += stride) {
+      if ((l & 63) + row <= 64) {
+        const std::uint64_t* p = words(l >> 16);
+        const std::uint64_t mask = (row >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << row) - 1) << (l & 63);
+        if (p != nullptr && (p[(l >> 6) & 1023] & mask) != 0) return false;
+        continue;
+      }
+      if (each_line_word(l, l + row - 1, [&](std::uint64_t number) { return words(number); },
+                         [](const std::uint64_t& word, std::uint64_t mask, unsigned) { return (word & mask) != 0; }))
+        return false;
+    }
+    return true;
   }
 
   // Whether `line` was seen (changing nothing).
@@ -230,6 +286,9 @@ class SeenLines {
                    });
     return fresh;
   }
+
+  // The page `number`'s words, or null where none of its lines was seen.
+  const std::uint64_t* words(std::uint64_t number) const { return number == last_page_ ? last_ : pages_.find(number); }
 
   // Nothing seen (LinePages::clear()).
   void clear() { pages_.clear(), last_page_ = ~std::uint64_t(0), last_ = nullptr; }

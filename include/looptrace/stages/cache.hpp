@@ -171,15 +171,16 @@ class WarpBlock {
   bool overflow() const { return overflow_; }
   bool touched(std::uint64_t line) const;
   // The runs by first line, those that could join joined (sorted when asked: a warp
-  // needs them in no order, each_run()).
+  // needs them in no order, each_group()).
   Runs runs() const;
-  // fn(first, FirstRun) for each run, in no particular order (as recorded, or sorted
-  // by a join).
+  // fn(first, FirstRun, stride, count) for each group of `count` runs, first .. last,
+  // then each `stride` lines on (count 1: one run), in no particular order (as
+  // recorded, or sorted by a join). The runs of all of them are disjoint.
   template <class Fn>
-  void each_run(Fn fn) const {
-    for (const Logged& r : log_) fn(r.first, FirstRun{r.last, r.key, r.tensor});
+  void each_group(Fn fn) const {
+    for (const Logged& r : log_) fn(r.first, FirstRun{r.last, r.key, r.tensor}, r.stride, r.count);
   }
-  std::size_t run_count() const { return log_.size(); }  // (those each_run gives)
+  std::size_t group_count() const { return log_.size(); }  // (those each_group gives)
   std::span<const std::int64_t> delta() const { return delta_; }
   // Whether the next `blocks` blocks, each this block shifted once more by delta[tensor]
   // lines (a multiple of the sets: lines keep their sets), repeat its outcomes. `later`
@@ -233,17 +234,30 @@ class WarpBlock {
   bool wants_still() const { return wants_still_; }
 
  private:
+  // `count` runs first .. last, + stride, ... (count 1: one run, stride 0). Lines that
+  // a block touches at a stride (DeepSeek-V3's softmax: a score per line, 2^19 a block)
+  // are one entry, and so are a warp's skipped blocks shifted (add_shifted()).
   struct Logged {
     std::uint64_t first, last;
     std::uint32_t key, tensor;
+    std::uint64_t stride = 0, count = 1;
   };
   // Records the lines first .. last (of one key and tensor) not recorded before.
   void record(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
+  // The same for `count` runs `stride` apart (stride > last - first): at once where
+  // none of their lines was recorded before, else run by run.
+  void record_group(const Logged& g);
   // The lines first .. last, none recorded before, into the log.
-  void log_fresh(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor);
+  void log_fresh(std::uint64_t first, std::uint64_t last, std::uint32_t key, std::uint32_t tensor) {
+    log_group({first, last, key, tensor});
+  }
+  // A group whose lines were none recorded before, into the log: it extends the last
+  // entry where it continues it (a run by the next lines; a group by its next runs).
+  void log_group(const Logged& g);
   // Past max_runs() runs in the log: joined where they can; past it still, overflow.
   void bound();
-  // Sorted by first line, runs that follow each other with one key and tensor made one.
+  // Sorted by first line, runs that follow each other with one key and tensor made one
+  // (groups of more than one run left as they are).
   static void join(std::vector<Logged>& runs);
   std::vector<std::int64_t> delta_;
   // The runs as recorded: disjoint (each line once, with its first key), in time order
