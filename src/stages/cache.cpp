@@ -2709,6 +2709,8 @@ WarpBlock::WarpBlock()
     : touched_lines_(std::make_unique<SeenLines>()),
       still_lines_(std::make_unique<SeenLines>()),
       along_lines_(std::make_unique<SeenLines>()),
+      stay_lines_(std::make_unique<SeenLines>()),
+      stay_shadow_lines_(std::make_unique<SeenLines>()),
       marked_runs_(std::size_t(1) << kMarkedRunBits) {}
 WarpBlock::~WarpBlock() = default;
 WarpBlock::WarpBlock(WarpBlock&&) noexcept = default;
@@ -2988,6 +2990,7 @@ std::uint64_t WarpBlock::shifted(std::uint64_t line, std::uint32_t owner, std::i
 
 bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int64_t blocks, const WarpBlock* also) {
   stay_.clear(), stay_shadow_.clear(), idle_sets_.clear(), idle_places_ = 0, rebuilds_ = false;
+  stay_lines_->clear(), stay_shadow_lines_->clear();
   shadow_top_ = b.shadow.size(), shadow_fall_ = 0;
   if (a.lines.size() != b.lines.size() || overflow_) return false;
   if (also && (also->overflow_ || also->delta_ != delta_)) return false;
@@ -3226,14 +3229,13 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
   shadow_top_ = top;
   idle_places_ = idle_places;
   rebuilds_ = a.lru && idle_places != 0;
-  std::sort(stay_.begin(), stay_.end());
-  std::sort(stay_shadow_.begin(), stay_shadow_.end());
+  for (const std::uint64_t line : stay_) stay_lines_->test_and_set(line);
+  for (const std::uint64_t line : stay_shadow_) stay_shadow_lines_->test_and_set(line);
   return true;
 }
 
 bool WarpBlock::stays(std::uint64_t line, bool shadow) const {
-  const auto& v = shadow ? stay_shadow_ : stay_;
-  return std::binary_search(v.begin(), v.end(), line);
+  return (shadow ? stay_shadow_lines_ : stay_lines_)->test(line);
 }
 
 // The counts of `blocks` blocks like a -> b, and (if tail) of tail.first -> tail.second
