@@ -3032,7 +3032,14 @@ bool WarpBlock::matches(const CacheSnapshot& a, const CacheSnapshot& b, std::int
     if (d > 0 ? (l < lo + d || l > hi + (blocks + 1) * d) : (l < lo + (blocks + 1) * d || l > hi + d)) return true;
     if (blocks > 256) return false;
     for (; along_marked < along.size(); ++along_marked) along_lines_->test_and_set(along[along_marked]);
-    for (std::int64_t i = 1; i <= blocks + 1; ++i)
+    // Only the shifts that bring a line of [lo, hi] (every line of the tensor that moves:
+    // touched, shifted along, or the record beside's) onto `line` (DeepSeek-V3's scatter
+    // to its experts: a block's lines span a few of 257 shifts; testing each was a third
+    // of the Einsum).
+    const auto floor_div = [](std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); };
+    const std::int64_t first = std::max<std::int64_t>(1, d > 0 ? -floor_div(hi - l, d) : -floor_div(lo - l, d));
+    const std::int64_t last = std::min<std::int64_t>(blocks + 1, d > 0 ? floor_div(l - lo, d) : floor_div(l - hi, d));
+    for (std::int64_t i = first; i <= last; ++i)
       if (touched(std::uint64_t(l - i * d)) || along_lines_->test(std::uint64_t(l - i * d))) return false;
     return true;
   };
