@@ -2331,8 +2331,8 @@ TEST_CASE("warp block: runs of lines, each line with its first access's key; mem
   CHECK(!block.overflow());
   CHECK(block.touched(4 * cap - 2));
   CHECK(!block.touched(4 * cap - 3));
-  // Scattered lines (gaps of 2, 3, 4, ...: no stride): past the cap, the block
-  // overflows and lets its runs go.
+  // Scattered lines (gaps of 2, 3, 4, 2, 3, 4, ...: groups of two lines at most, about
+  // 4/3 x cap entries): past the cap, the block overflows and lets its runs go.
   block.reset(delta, cap);
   batch.clear();
   for (std::uint64_t l = 0, k = 0; l < 8 * cap; l += 2 + k++ % 3) batch.push_back({0, l, 0, 0, false});
@@ -2388,9 +2388,7 @@ TEST_CASE("warp block: the blocks a warp skipped, shifted in as groups, are the 
   // add_shifted() takes an inner block's groups (strided walks) whole where none of
   // their lines was recorded; the runs and touched lines must be those of each line of
   // each skipped block added in order, first key first.
-  CacheConfig c;
-  c.size = 1024, c.ways = 4, c.line_bytes = 64;
-  const CacheModel model(c, 3, 3);
+  const CacheModel model(shape(1024, 4, 64, CachePolicy::lru), 3, 3);
   std::mt19937_64 rng(2054);
   for (int round = 0; round < 60; ++round) {
     const std::vector<std::int64_t> inner_delta = {std::int64_t(rng() % 200), -std::int64_t(rng() % 50), 0};

@@ -1043,7 +1043,7 @@ class StampShadow {
             aside_.line(entry_[k * 64 + b]);
       }
     }
-    std::erase(out, kNoLine);  // (live bits of no line: none, unless below the tail in its word)
+    std::erase(out, kNoLine);  // (a live time with no line: none is expected, none is listed)
   }
   // Holds exactly `lines` (distinct), least recent first.
   template <class Engine>
@@ -3256,12 +3256,12 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
   std::vector<std::uint64_t> cold(keys.size(), 0);
   // Block by block, each run of first touches shifted: its lines not seen before are
   // cold. Runs of one length that follow each other at a stride (of one key and tensor)
-  // are taken together: DeepSeek-V3's softmax blocks record 2^19 lines 4 apart, which a
-  // word of the bitmap marks 16 of at once, and whose log (12 MB) read again for each
-  // block took more time than the marks; Mixtral 8x22B's softmax blocks record rows of
-  // 4 lines 64 apart, which cost half its instructions as runs, a page and word walk
-  // each. The groups are kept aside where they are at most an eighth of the runs (memory
-  // follows the runs); else the runs are read for each block.
+  // are taken together, as the log's groups hold them and with the runs that continue
+  // them: DeepSeek-V3's softmax blocks record lines 4 apart, which a word of the bitmap
+  // marks 16 of at once; Mixtral 8x22B's softmax blocks record rows of 4 lines 64
+  // apart, which cost half its instructions as runs, a page and word walk each. The
+  // groups are kept aside where they are at most an eighth of the log's entries (memory
+  // follows the log); else the log is read for each block.
   struct Strided {
     std::uint64_t first, last, stride, count;  // count runs first .. last, + stride, ...
     std::uint32_t key, tensor;
@@ -3293,7 +3293,7 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
     else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
   };
   if (config.three_cs && marks > 0) {
-    // One pass over the runs (DeepSeek-V3's softmax: 2^19 runs at each of its 128 warps,
+    // One pass over the log (DeepSeek-V3's softmax, when its log held 2^19 runs a block:
     // read twice, once to count the groups and once to keep them, were half this).
     std::vector<Strided> groups;
     bool grouped = true;

@@ -142,10 +142,11 @@ class CacheModel;
 class SeenLines;  // (stages/seen_lines.hpp)
 
 // The lines one block of a warp touched of the tensors that move (`delta` != 0), as
-// runs of consecutive lines, each line once with its first access's key, and per
-// tensor the lowest and highest line. Memory follows the runs: past max_runs() of them
-// once joined (then overflow(): no warp), so at most about 2 x max_runs() are held
-// between joins; max_runs() is tied to the cache's lines, not to the block's.
+// runs of consecutive lines (runs of one length at a stride as one group), each line
+// once with its first access's key, and per tensor the lowest and highest line. Memory
+// follows the log: past max_runs() entries once joined (then overflow(): no warp), so
+// at most about 2 x max_runs() are held between joins; max_runs() is tied to the
+// cache's lines, not to the block's.
 class WarpBlock {
  public:
   using Runs = std::vector<std::pair<std::uint64_t, FirstRun>>;  // by first line; disjoint
@@ -155,9 +156,10 @@ class WarpBlock {
   WarpBlock(WarpBlock&&) noexcept;
   WarpBlock& operator=(WarpBlock&&) noexcept;
 
-  // The cap on the runs of a block for `model`: 32 x (its lines + its shadow's), at
-  // least 4096. (A 1 MiB cache of 64-byte lines and its shadow hold 2^15 lines; the
-  // prefill layers measured need up to 2^19 + 1 runs a block: single lines at a stride.)
+  // The cap on the log's entries (runs and groups) of a block for `model`: 32 x (its
+  // lines + its shadow's), at least 4096. (A 1 MiB cache of 64-byte lines and its
+  // shadow hold 2^15 lines; the prefill layers measured needed up to 2^19 + 1 runs a
+  // block, single lines at a stride, before those were one group.)
   static std::size_t max_runs(const CacheModel& model);
 
   void reset(std::span<const std::int64_t> delta, std::size_t max_runs);
@@ -254,7 +256,7 @@ class WarpBlock {
   // A group whose lines were none recorded before, into the log: it extends the last
   // entry where it continues it (a run by the next lines; a group by its next runs).
   void log_group(const Logged& g);
-  // Past max_runs() runs in the log: joined where they can; past it still, overflow.
+  // Past max_runs() entries in the log: joined where they can; past it still, overflow.
   void bound();
   // Sorted by first line, runs that follow each other with one key and tensor made one
   // (groups of more than one run left as they are).
