@@ -3254,62 +3254,22 @@ void CacheModel::Impl::add_repeats(const CacheSnapshot& a, const CacheSnapshot& 
                                    const WarpBlock& record, std::int64_t marks) {
   const std::span<const std::int64_t> delta = record.delta();
   std::vector<std::uint64_t> cold(keys.size(), 0);
-  // Block by block, each run of first touches shifted: its lines not seen before are
-  // cold. Runs of one length that follow each other at a stride (of one key and tensor)
-  // are taken together, as the log's groups hold them and with the runs that continue
-  // them: DeepSeek-V3's softmax blocks record lines 4 apart, which a word of the bitmap
-  // marks 16 of at once; Mixtral 8x22B's softmax blocks record rows of 4 lines 64
-  // apart, which cost half its instructions as runs, a page and word walk each. The
-  // groups are kept aside where they are at most an eighth of the log's entries (memory
-  // follows the log); else the log is read for each block.
-  struct Strided {
-    std::uint64_t first, last, stride, count;  // count runs first .. last, + stride, ...
-    std::uint32_t key, tensor;
-  };
-  // Each group of the runs in order to fn(group), as found.
-  const auto each_group = [&](auto fn) {
-    Strided g{0, 0, 0, 0, 0, 0};
-    record.each_group([&](std::uint64_t line, const FirstRun& r, std::uint64_t stride, std::uint64_t count) {
-      if (g.count != 0 && r.last - line == g.last - g.first && r.key == g.key && r.tensor == g.tensor) {
-        // (the log's groups, and its runs that continue them, taken together)
-        const std::uint64_t by = g.count == 1 ? line - g.first : g.stride;
-        if (line > g.last + (g.count - 1) * (g.count == 1 ? 0 : g.stride) && line == g.first + g.count * by &&
-            (count == 1 || stride == by)) {
-          g.stride = by, g.count += count;
-          return;
-        }
-      }
-      if (g.count != 0) fn(g);
-      g = {line, r.last, count == 1 ? 1 : stride, count, r.key, r.tensor};
-    });
-    if (g.count != 0) fn(g);
-  };
-  const auto mark = [&](const Strided& g, std::int64_t i) {
-    const std::int64_t d = i * delta[g.tensor];
-    const std::uint64_t a = std::uint64_t(std::int64_t(g.first) + d);
-    if (g.count > 1 && g.first == g.last) cold[g.key] += seen.test_and_set_strided(a, g.stride, g.count);
-    else if (g.count > 1) cold[g.key] += seen.test_and_set_rows(a, g.last - g.first + 1, g.stride, g.count);
-    else if (g.first == g.last) cold[g.key] += !seen.test_and_set(a);
-    else cold[g.key] += seen.test_and_set_range(a, std::uint64_t(std::int64_t(g.last) + d));
-  };
-  if (config.three_cs && marks > 0) {
-    // One pass over the log (DeepSeek-V3's softmax, when its log held 2^19 runs a block:
-    // read twice, once to count the groups and once to keep them, were half this).
-    std::vector<Strided> groups;
-    bool grouped = true;
-    each_group([&](const Strided& g) {
-      if (grouped) groups.push_back(g), grouped = 8 * groups.size() <= record.group_count();
-    });
-    if (grouped) {
-      for (std::int64_t i = 1; i <= marks; ++i)
-        for (const Strided& g : groups) mark(g, i);
-    } else {
-      for (std::int64_t i = 1; i <= marks; ++i)
-        record.each_group([&](std::uint64_t line, const FirstRun& r, std::uint64_t stride, std::uint64_t count) {
-          mark({line, r.last, count == 1 ? 1 : stride, count, r.key, r.tensor}, i);
-        });
-    }
-  }
+  // Block by block, each group of first touches the record logged (runs of one length
+  // at a stride are one: WarpBlock::log_group), shifted: its lines not seen before are
+  // cold. A group's lines are marked a bitmap word at a time: DeepSeek-V3's softmax
+  // blocks record lines 4 apart, 16 to a word; Mixtral 8x22B's softmax blocks record
+  // rows of 4 lines 64 apart, which cost half its instructions as runs, a page and word
+  // walk each.
+  if (config.three_cs && marks > 0)
+    for (std::int64_t i = 1; i <= marks; ++i)
+      record.each_group([&](std::uint64_t first, const FirstRun& g, std::uint64_t stride, std::uint64_t count) {
+        const std::int64_t d = i * delta[g.tensor];
+        const std::uint64_t at = std::uint64_t(std::int64_t(first) + d);
+        if (count > 1 && first == g.last) cold[g.key] += seen.test_and_set_strided(at, stride, count);
+        else if (count > 1) cold[g.key] += seen.test_and_set_rows(at, g.last - first + 1, stride, count);
+        else if (first == g.last) cold[g.key] += !seen.test_and_set(at);
+        else cold[g.key] += seen.test_and_set_range(at, std::uint64_t(std::int64_t(g.last) + d));
+      });
   // n x (y - x), plus the tail's.
   const auto more = [&](auto field) {
     std::uint64_t v = n * (field(b) - field(a));

@@ -231,8 +231,7 @@ class SeenLines {
 
   // Whether `line` was seen (changing nothing).
   bool test(std::uint64_t line) const {
-    const std::uint64_t number = line >> 16;
-    const std::uint64_t* p = number == last_page_ ? last_ : pages_.find(number);
+    const std::uint64_t* p = words(line >> 16);
     return p != nullptr && (p[(line >> 6) & 1023] >> (line & 63) & 1) != 0;
   }
 
